@@ -1,0 +1,37 @@
+# Casebook. `make help` lists the targets.
+GO       ?= go
+BIN      := bin/casebook
+PKGS     := ./...
+# Fuzz targets run for a bounded time in `make test`.
+FUZZTIME ?= 10s
+
+.PHONY: help run build test test-race test-short lint bench fuzz tidy
+
+help: ## list targets
+	@awk 'BEGIN{FS=":.*## "} /^[a-zA-Z_-]+:.*## /{printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+build: ## build bin/casebook
+	$(GO) build -o $(BIN) ./cmd/casebook
+
+run: build ## run casebook serve on the embedded SQLite default (./casebook-data)
+	./$(BIN) serve
+
+test: ## vet, then all tests with the race detector (Postgres tests need TEST_DATABASE_URL)
+	$(GO) vet $(PKGS)
+	$(GO) test -race -count=1 -timeout 20m $(PKGS)
+
+test-race: ## alias of test: the suite always runs with -race
+	$(GO) test -race -count=1 -timeout 20m $(PKGS)
+
+test-short: ## tests without the race detector, for a quick loop
+	$(GO) test -count=1 $(PKGS)
+
+lint: ## go vet and golangci-lint
+	$(GO) vet $(PKGS)
+	golangci-lint run $(PKGS)
+
+bench: ## Go benchmarks (one pass each)
+	$(GO) test -run '^$$' -bench . -benchtime 1x $(PKGS)
+
+tidy: ## go mod tidy
+	$(GO) mod tidy

@@ -1,0 +1,211 @@
+package domain
+
+import (
+	"strings"
+	"time"
+)
+
+// Inquiry is the aggregate state folded from an inquiry's events. Version is the number of events
+// applied; the zero Inquiry (Version 0) does not exist yet.
+type Inquiry struct {
+	ID        InquiryID
+	TenantID  TenantID
+	Source    Source
+	Receipt   string
+	Requester Requester
+	Subject   string
+	Message   string
+	Category  string
+	Status    Status
+	Priority  Priority
+	Owner     PrincipalID
+	Team      string
+	Version   uint64
+	CreatedAt time.Time
+	UpdatedAt time.Time
+	ClosedAt  time.Time
+}
+
+// Exists reports whether the inquiry has been received.
+func (q *Inquiry) Exists() bool { return q.Version > 0 }
+
+// Apply folds one event into the state. Events are facts: Apply never fails.
+func (q *Inquiry) Apply(e Event, at time.Time) {
+	switch e := e.(type) {
+	case InquiryReceived:
+		q.ID, q.TenantID, q.Source, q.Receipt = e.InquiryID, e.TenantID, e.Source, e.Receipt
+		q.Requester, q.Subject, q.Message, q.Category = e.Requester, e.Subject, e.Message, e.Category
+		q.Status, q.Priority = StatusNew, e.Priority
+		q.CreatedAt = at
+	case InquiryTriaged:
+		q.Status = StatusTriaged
+		if e.Priority != "" {
+			q.Priority = e.Priority
+		}
+	case InquiryStatusChanged:
+		q.Status = e.To
+		if e.To.Terminal() {
+			q.ClosedAt = at
+		} else {
+			q.ClosedAt = time.Time{}
+		}
+	case InquiryAssigned:
+		q.Owner, q.Team = e.Owner, e.Team
+	case NoteAdded:
+	}
+	q.Version++
+	q.UpdatedAt = at
+}
+
+// Terminal reports whether no work happens in s. Resolved can still be reopened; cancelled cannot.
+func (s Status) Terminal() bool { return s == StatusResolved || s == StatusCancelled }
+
+// edges is the lifecycle graph. The value says whether the edge requires a reason.
+var edges = map[Status]map[Status]bool{
+	StatusNew:        {StatusTriaged: false, StatusCancelled: true},
+	StatusTriaged:    {StatusInProgress: false, StatusCancelled: true},
+	StatusInProgress: {StatusWaiting: true, StatusResolved: false, StatusCancelled: true},
+	StatusWaiting:    {StatusInProgress: false, StatusResolved: false, StatusCancelled: true},
+	StatusResolved:   {StatusInProgress: false}, // reopen
+	StatusCancelled:  {},
+}
+
+// CanTransition reports whether from → to is an edge, and whether it requires a reason.
+func CanTransition(from, to Status) (ok, needsReason bool) {
+	needsReason, ok = edges[from][to]
+	return ok, needsReason
+}
+
+// NewInquiry is the decided input of an intake.
+type NewInquiry struct {
+	ID        InquiryID
+	TenantID  TenantID
+	Source    Source
+	Receipt   string
+	Requester Requester
+	Subject   string
+	Message   string
+	Category  string
+}
+
+// Receive decides an intake. It validates every field and returns the stream's first event.
+func Receive(n NewInquiry) ([]Event, error) {
+	if n.ID == "" || n.TenantID == "" || n.Receipt == "" {
+		return nil, Invalid("inquiry", "identity is incomplete")
+	}
+	if !n.Source.Valid() {
+		return nil, Invalid("source", "unknown source %q", n.Source)
+	}
+	if err := checkText("name", n.Requester.Name, false, MaxNameLen); err != nil {
+		return nil, err
+	}
+	if err := checkText("email", n.Requester.Email, true, MaxEmailLen); err != nil {
+		return nil, err
+	}
+	if !ValidEmail(n.Requester.Email) {
+		return nil, Invalid("email", "is not a valid address")
+	}
+	if err := checkText("subject", n.Subject, true, MaxSubjectLen); err != nil {
+		return nil, err
+	}
+	if err := checkText("message", n.Message, true, MaxMessageLen); err != nil {
+		return nil, err
+	}
+	if err := checkCategory(n.Category); err != nil {
+		return nil, err
+	}
+	return []Event{InquiryReceived{
+		InquiryID: n.ID, TenantID: n.TenantID, Source: n.Source, Receipt: n.Receipt,
+		Requester: n.Requester, Subject: n.Subject, Message: n.Message, Category: n.Category,
+		Priority: PriorityNormal,
+	}}, nil
+}
+
+// Transition decides a lifecycle edge. priority is only accepted on the edge to triaged.
+func (q *Inquiry) Transition(actor Principal, to Status, reason string, priority Priority) ([]Event, error) {
+	act := ActTransit
+	if to == StatusTriaged {
+		act = ActTriage
+	}
+	if err := Authorize(actor, act); err != nil {
+		return nil, err
+	}
+	ok, needsReason := CanTransition(q.Status, to)
+	if !ok {
+		return nil, &TransitionError{From: q.Status, To: to}
+	}
+	reason = strings.TrimSpace(reason)
+	if needsReason && reason == "" {
+		return nil, Invalid("reason", "is required to move to %s", to)
+	}
+	if err := checkText("reason", reason, false, MaxReasonLen); err != nil {
+		return nil, err
+	}
+	if priority != "" && to != StatusTriaged {
+		return nil, Invalid("priority", "can only be set when triaging")
+	}
+	if to == StatusTriaged {
+		if priority == "" {
+			priority = q.Priority
+		}
+		return []Event{InquiryTriaged{Priority: priority}}, nil
+	}
+	return []Event{InquiryStatusChanged{From: q.Status, To: to, Reason: reason}}, nil
+}
+
+// Claim makes actor the owner. A claim on a new or triaged inquiry also starts work on it. Claiming an
+// inquiry one already owns decides nothing; one owned by someone else is a *ClaimedError.
+func (q *Inquiry) Claim(actor Principal) ([]Event, error) {
+	if err := Authorize(actor, ActClaim); err != nil {
+		return nil, err
+	}
+	if q.Status.Terminal() {
+		return nil, &TransitionError{From: q.Status, To: StatusInProgress}
+	}
+	if q.Owner != "" && q.Owner != actor.ID {
+		return nil, &ClaimedError{Owner: q.Owner}
+	}
+	var out []Event
+	if q.Owner != actor.ID {
+		out = append(out, InquiryAssigned{Owner: actor.ID, Previous: q.Owner, Team: actor.Team})
+	}
+	if q.Status == StatusNew || q.Status == StatusTriaged {
+		out = append(out, InquiryStatusChanged{From: q.Status, To: StatusInProgress})
+	}
+	return out, nil
+}
+
+// Assign makes owner the owner. Operators may assign only within their own team; admins anywhere.
+// The owner must be an operator or admin of the same tenant.
+func (q *Inquiry) Assign(actor, owner Principal) ([]Event, error) {
+	if err := Authorize(actor, ActAssign); err != nil {
+		return nil, err
+	}
+	if owner.TenantID != q.TenantID || owner.ID == "" {
+		return nil, Invalid("owner", "is not a principal of this tenant")
+	}
+	if owner.Role == RoleViewer {
+		return nil, Invalid("owner", "a viewer cannot own inquiries")
+	}
+	if actor.Role != RoleAdmin && owner.ID != actor.ID && owner.Team != actor.Team {
+		return nil, ErrForbidden
+	}
+	if q.Status.Terminal() {
+		return nil, &TransitionError{From: q.Status, To: q.Status}
+	}
+	if q.Owner == owner.ID {
+		return nil, nil
+	}
+	return []Event{InquiryAssigned{Owner: owner.ID, Previous: q.Owner, Team: owner.Team}}, nil
+}
+
+// AddNote decides an operator note.
+func (q *Inquiry) AddNote(actor Principal, body string) ([]Event, error) {
+	if err := Authorize(actor, ActNote); err != nil {
+		return nil, err
+	}
+	if err := checkText("body", body, true, MaxNoteLen); err != nil {
+		return nil, err
+	}
+	return []Event{NoteAdded{Body: body}}, nil
+}

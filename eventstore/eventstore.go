@@ -1,0 +1,195 @@
+// Package eventstore defines the append-only event log every Casebook backend implements, and the
+// errors callers branch on. Backends live in sub-packages (sqlite, postgres, kurrent) and all pass
+// the shared conformance suite in eventstoretest.
+package eventstore
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/casebook/casebook/domain"
+)
+
+// ErrConcurrency is returned by Append when the expected revision does not hold. It is the same
+// sentinel as domain.ErrConcurrency so every layer branches on one value.
+var ErrConcurrency = domain.ErrConcurrency
+
+// ErrClosed is returned after Close.
+var ErrClosed = errors.New("eventstore: closed")
+
+// Position is a place in the global log. Positions are totally ordered by (Commit, Prepare); the zero
+// Position is before the first event. Each backend fills both words: SQLite uses its sequence for
+// both, Postgres the committing transaction id and the sequence, KurrentDB its commit and prepare
+// positions.
+type Position struct {
+	Commit  uint64 `json:"commit"`
+	Prepare uint64 `json:"prepare"`
+}
+
+// Start is the position before the first event.
+var Start = Position{}
+
+// Less reports whether p is before q.
+func (p Position) Less(q Position) bool {
+	return p.Commit < q.Commit || (p.Commit == q.Commit && p.Prepare < q.Prepare)
+}
+
+// String formats p as "commit.prepare"; ParsePosition reads it back.
+func (p Position) String() string {
+	return strconv.FormatUint(p.Commit, 10) + "." + strconv.FormatUint(p.Prepare, 10)
+}
+
+// ParsePosition parses the form written by Position.String.
+func ParsePosition(s string) (Position, error) {
+	c, pr, ok := strings.Cut(s, ".")
+	if !ok {
+		return Position{}, fmt.Errorf("position %q: want commit.prepare", s)
+	}
+	ci, err1 := strconv.ParseUint(c, 10, 64)
+	pi, err2 := strconv.ParseUint(pr, 10, 64)
+	if err1 != nil || err2 != nil {
+		return Position{}, fmt.Errorf("position %q: want two unsigned integers", s)
+	}
+	return Position{Commit: ci, Prepare: pi}, nil
+}
+
+// ExpectedRevision is the optimistic-concurrency condition of an append. Revisions are zero-based:
+// the first event of a stream has revision 0.
+type ExpectedRevision struct {
+	kind int
+	rev  uint64
+}
+
+const (
+	expectAny = iota
+	expectNoStream
+	expectExact
+)
+
+// Any appends whatever the stream's revision.
+func Any() ExpectedRevision { return ExpectedRevision{kind: expectAny} }
+
+// NoStream appends only if the stream has no events.
+func NoStream() ExpectedRevision { return ExpectedRevision{kind: expectNoStream} }
+
+// Exact appends only if the stream's last event has revision rev.
+func Exact(rev uint64) ExpectedRevision { return ExpectedRevision{kind: expectExact, rev: rev} }
+
+// AfterVersion is the condition for an aggregate that has folded version events: NoStream for 0,
+// otherwise Exact(version-1).
+func AfterVersion(version uint64) ExpectedRevision {
+	if version == 0 {
+		return NoStream()
+	}
+	return Exact(version - 1)
+}
+
+// IsAny, IsNoStream and Revision let backends inspect the condition.
+func (e ExpectedRevision) IsAny() bool      { return e.kind == expectAny }
+func (e ExpectedRevision) IsNoStream() bool { return e.kind == expectNoStream }
+
+// Revision returns the exact revision and true for an Exact condition.
+func (e ExpectedRevision) Revision() (uint64, bool) { return e.rev, e.kind == expectExact }
+
+// Check reports whether a stream whose next revision is next (its event count) satisfies e.
+func (e ExpectedRevision) Check(next uint64) bool {
+	switch e.kind {
+	case expectNoStream:
+		return next == 0
+	case expectExact:
+		return next == e.rev+1
+	}
+	return true
+}
+
+func (e ExpectedRevision) String() string {
+	switch e.kind {
+	case expectNoStream:
+		return "no stream"
+	case expectExact:
+		return "revision " + strconv.FormatUint(e.rev, 10)
+	}
+	return "any"
+}
+
+// EventData is an event to append. ID must be unique across the log and deterministic for a given
+// command, so that a retried append can be recognised.
+type EventData struct {
+	ID       string
+	Type     string
+	Data     []byte
+	Metadata []byte
+}
+
+// RecordedEvent is an event as stored.
+type RecordedEvent struct {
+	ID         string
+	StreamID   string
+	Revision   uint64
+	Position   Position
+	Type       string
+	Data       []byte
+	Metadata   []byte
+	RecordedAt time.Time
+}
+
+// AppendResult reports where an append landed: the revision of its last event and its position.
+type AppendResult struct {
+	NextRevision uint64 // revision of the last appended event
+	Position     Position
+}
+
+// Store is the event log. It is the one deliberately large interface in Casebook: a storage
+// boundary implemented by each backend and exercised by eventstoretest.
+//
+// Append is atomic: all events land, contiguously in the stream, or none do. A failed condition is
+// an error matching ErrConcurrency (an *AppendError). ReadStream returns events of stream with
+// revision ≥ from, in order, at most limit (limit ≤ 0 means all); an unknown stream is an empty
+// slice. ReadAll returns events strictly after from in global order, at most limit; it never returns
+// an event while an earlier-positioned event may still commit. Subscribe calls fn with batches of
+// events after from, in global order, until ctx ends (returning ctx.Err()) or fn fails (returning
+// its error); it wakes promptly after appends by any process sharing the store.
+type Store interface {
+	Append(ctx context.Context, stream string, expected ExpectedRevision, events []EventData) (AppendResult, error)
+	ReadStream(ctx context.Context, stream string, from uint64, limit int) ([]RecordedEvent, error)
+	ReadAll(ctx context.Context, from Position, limit int) ([]RecordedEvent, error)
+	Subscribe(ctx context.Context, from Position, fn func(context.Context, []RecordedEvent) error) error
+	// Head returns the position of the last committed event (Start for an empty log).
+	Head(ctx context.Context) (Position, error)
+	Close() error
+}
+
+// AppendError describes a refused append. It unwraps to its cause (ErrConcurrency for a failed
+// condition).
+type AppendError struct {
+	Stream   string
+	Expected ExpectedRevision
+	Actual   int64 // last revision found, -1 for no stream, -2 if unknown
+	Err      error
+}
+
+func (e *AppendError) Error() string {
+	return fmt.Sprintf("append to %s at %s (actual %d): %v", e.Stream, e.Expected, e.Actual, e.Err)
+}
+
+// Unwrap returns the cause.
+func (e *AppendError) Unwrap() error { return e.Err }
+
+// DeterministicID derives a UUID-formatted event id from a command's identity and the event's index,
+// so a retried command produces the same ids.
+func DeterministicID(commandID string, index int) string {
+	sum := sha256.Sum256([]byte(commandID + "\x00" + strconv.Itoa(index)))
+	sum[6] = (sum[6] & 0x0f) | 0x80 // version 8: custom
+	sum[8] = (sum[8] & 0x3f) | 0x80 // RFC 4122 variant
+	return fmt.Sprintf("%x-%x-%x-%x-%x", sum[0:4], sum[4:6], sum[6:8], sum[8:10], sum[10:16])
+}
+
+// InquiryStream is the canonical stream name of an inquiry.
+func InquiryStream(tenant domain.TenantID, id domain.InquiryID) string {
+	return "inquiry-" + string(tenant) + "-" + string(id)
+}

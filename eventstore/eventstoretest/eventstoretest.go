@@ -1,0 +1,405 @@
+// Package eventstoretest is the conformance suite every eventstore backend passes. A behaviour change
+// in one backend means extending this suite, not skipping an assertion.
+package eventstoretest
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/casebook/casebook/eventstore"
+)
+
+// Features declares what a backend can do beyond the common contract.
+type Features struct {
+	// ConcurrentWriters is how many goroutines the race tests use (SQLite serializes writers but must
+	// still be correct under contention).
+	ConcurrentWriters int
+}
+
+// Factory returns a fresh, empty store. The suite closes it.
+type Factory func(t *testing.T) eventstore.Store
+
+// wait bounds how long a test waits for an asynchronous delivery before failing.
+const wait = 10 * time.Second
+
+// Exercise runs the whole suite.
+func Exercise(t *testing.T, newStore Factory, f Features) {
+	if f.ConcurrentWriters == 0 {
+		f.ConcurrentWriters = 16
+	}
+	tests := []struct {
+		name string
+		fn   func(*testing.T, eventstore.Store, Features)
+	}{
+		{"AppendExpectedRevision", testAppendExpectedRevision},
+		{"AppendIsAtomic", testAppendIsAtomic},
+		{"AppendRejectsEmptyAndDuplicateIDs", testAppendRejects},
+		{"ReadStream", testReadStream},
+		{"ReadAllOrderAndPaging", testReadAll},
+		{"ConcurrentAppendsOneWinner", testConcurrentOneWinner},
+		{"ConcurrentAppendsManyStreams", testConcurrentManyStreams},
+		{"SubscribeCatchUpAndLive", testSubscribe},
+		{"SubscribeStopsOnHandlerError", testSubscribeHandlerError},
+		{"Head", testHead},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			s := newStore(t)
+			t.Cleanup(func() { _ = s.Close() })
+			tt.fn(t, s, f)
+		})
+	}
+}
+
+// Events builds n events with deterministic ids under prefix.
+func Events(prefix string, n int) []eventstore.EventData {
+	out := make([]eventstore.EventData, n)
+	for i := range out {
+		out[i] = eventstore.EventData{
+			ID:       eventstore.DeterministicID(prefix, i),
+			Type:     "TestEvent",
+			Data:     fmt.Appendf(nil, `{"n":%d,"p":%q}`, i, prefix),
+			Metadata: []byte(`{"tenant_id":"t"}`),
+		}
+	}
+	return out
+}
+
+func ctx(t *testing.T) context.Context { return t.Context() }
+
+func mustAppend(t *testing.T, s eventstore.Store, stream string, exp eventstore.ExpectedRevision, evs []eventstore.EventData) eventstore.AppendResult {
+	t.Helper()
+	r, err := s.Append(ctx(t), stream, exp, evs)
+	if err != nil {
+		t.Fatalf("append %s at %s: %v", stream, exp, err)
+	}
+	return r
+}
+
+func testAppendExpectedRevision(t *testing.T, s eventstore.Store, _ Features) {
+	r := mustAppend(t, s, "s-1", eventstore.NoStream(), Events("a", 2))
+	if r.NextRevision != 1 {
+		t.Fatalf("next revision = %d, want 1", r.NextRevision)
+	}
+	conflicts := []struct {
+		name string
+		exp  eventstore.ExpectedRevision
+	}{
+		{"no stream on existing", eventstore.NoStream()},
+		{"stale exact", eventstore.Exact(0)},
+		{"future exact", eventstore.Exact(5)},
+	}
+	for _, c := range conflicts {
+		_, err := s.Append(ctx(t), "s-1", c.exp, Events("x"+c.name, 1))
+		if !errors.Is(err, eventstore.ErrConcurrency) {
+			t.Errorf("%s: err = %v, want ErrConcurrency", c.name, err)
+		}
+		var ae *eventstore.AppendError
+		if !errors.As(err, &ae) || ae.Stream != "s-1" {
+			t.Errorf("%s: err = %#v, want *AppendError for s-1", c.name, err)
+		}
+	}
+	if _, err := s.Append(ctx(t), "s-missing", eventstore.Exact(0), Events("m", 1)); !errors.Is(err, eventstore.ErrConcurrency) {
+		t.Errorf("exact on missing stream: err = %v", err)
+	}
+	r = mustAppend(t, s, "s-1", eventstore.Exact(1), Events("b", 1))
+	if r.NextRevision != 2 {
+		t.Fatalf("next revision = %d, want 2", r.NextRevision)
+	}
+	r = mustAppend(t, s, "s-1", eventstore.Any(), Events("c", 1))
+	if r.NextRevision != 3 {
+		t.Fatalf("any: next revision = %d, want 3", r.NextRevision)
+	}
+	r = mustAppend(t, s, "s-new", eventstore.Any(), Events("d", 1))
+	if r.NextRevision != 0 {
+		t.Fatalf("any on new stream: next revision = %d, want 0", r.NextRevision)
+	}
+}
+
+func testAppendIsAtomic(t *testing.T, s eventstore.Store, _ Features) {
+	mustAppend(t, s, "s-1", eventstore.NoStream(), Events("a", 1))
+	// The second batch reuses an id of the first: the whole batch must be refused.
+	bad := append(Events("b", 2), Events("a", 1)...)
+	if _, err := s.Append(ctx(t), "s-1", eventstore.Exact(0), bad); err == nil {
+		t.Fatal("batch with a duplicate event id was accepted")
+	}
+	got, err := s.ReadStream(ctx(t), "s-1", 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 {
+		t.Fatalf("stream has %d events after a refused batch, want 1", len(got))
+	}
+	all, err := s.ReadAll(ctx(t), eventstore.Start, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(all) != 1 {
+		t.Fatalf("log has %d events after a refused batch, want 1", len(all))
+	}
+}
+
+func testAppendRejects(t *testing.T, s eventstore.Store, _ Features) {
+	if _, err := s.Append(ctx(t), "s-1", eventstore.Any(), nil); err == nil {
+		t.Error("empty append accepted")
+	}
+	if _, err := s.Append(ctx(t), "", eventstore.Any(), Events("a", 1)); err == nil {
+		t.Error("append to empty stream name accepted")
+	}
+	mustAppend(t, s, "s-1", eventstore.NoStream(), Events("a", 1))
+	// The same event id on another stream is refused: ids are unique across the log.
+	if _, err := s.Append(ctx(t), "s-2", eventstore.NoStream(), Events("a", 1)); err == nil {
+		t.Error("duplicate event id on another stream accepted")
+	}
+}
+
+func testReadStream(t *testing.T, s eventstore.Store, _ Features) {
+	want := Events("a", 5)
+	mustAppend(t, s, "s-1", eventstore.NoStream(), want[:3])
+	mustAppend(t, s, "s-2", eventstore.NoStream(), Events("other", 2))
+	mustAppend(t, s, "s-1", eventstore.Exact(2), want[3:])
+	got, err := s.ReadStream(ctx(t), "s-1", 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 5 {
+		t.Fatalf("read %d events, want 5", len(got))
+	}
+	for i, e := range got {
+		if e.Revision != uint64(i) || e.StreamID != "s-1" || e.ID != want[i].ID || e.Type != want[i].Type ||
+			!bytes.Equal(e.Data, want[i].Data) || !bytes.Equal(e.Metadata, want[i].Metadata) {
+			t.Errorf("event %d = %+v, want %+v", i, e, want[i])
+		}
+		if e.RecordedAt.IsZero() {
+			t.Errorf("event %d has no recorded time", i)
+		}
+		if i > 0 && !got[i-1].Position.Less(e.Position) {
+			t.Errorf("positions not increasing at %d: %v then %v", i, got[i-1].Position, e.Position)
+		}
+	}
+	got, err = s.ReadStream(ctx(t), "s-1", 2, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || got[0].Revision != 2 || got[1].Revision != 3 {
+		t.Fatalf("from 2 limit 2: %+v", got)
+	}
+	got, err = s.ReadStream(ctx(t), "nope", 0, 0)
+	if err != nil || len(got) != 0 {
+		t.Fatalf("unknown stream: %v %v", got, err)
+	}
+}
+
+func testReadAll(t *testing.T, s eventstore.Store, _ Features) {
+	for i := range 5 {
+		mustAppend(t, s, fmt.Sprintf("s-%d", i), eventstore.NoStream(), Events(fmt.Sprint("e", i), 3))
+	}
+	all, err := s.ReadAll(ctx(t), eventstore.Start, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(all) != 15 {
+		t.Fatalf("read %d events, want 15", len(all))
+	}
+	for i := 1; i < len(all); i++ {
+		if !all[i-1].Position.Less(all[i].Position) {
+			t.Fatalf("global order broken at %d: %v then %v", i, all[i-1].Position, all[i].Position)
+		}
+	}
+	// Paging strictly after the last position seen visits every event exactly once.
+	var paged []eventstore.RecordedEvent
+	pos := eventstore.Start
+	for {
+		page, err := s.ReadAll(ctx(t), pos, 4)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(page) == 0 {
+			break
+		}
+		if len(page) > 4 {
+			t.Fatalf("page of %d > limit 4", len(page))
+		}
+		paged = append(paged, page...)
+		pos = page[len(page)-1].Position
+	}
+	if len(paged) != len(all) {
+		t.Fatalf("paging saw %d events, want %d", len(paged), len(all))
+	}
+	for i := range all {
+		if paged[i].ID != all[i].ID {
+			t.Fatalf("paging order differs at %d", i)
+		}
+	}
+}
+
+func testConcurrentOneWinner(t *testing.T, s eventstore.Store, f Features) {
+	mustAppend(t, s, "s-1", eventstore.NoStream(), Events("a", 1))
+	var wins, conflicts atomic.Int32
+	var wg sync.WaitGroup
+	for i := range f.ConcurrentWriters {
+		wg.Go(func() {
+			_, err := s.Append(ctx(t), "s-1", eventstore.Exact(0), Events(fmt.Sprint("w", i), 1))
+			switch {
+			case err == nil:
+				wins.Add(1)
+			case errors.Is(err, eventstore.ErrConcurrency):
+				conflicts.Add(1)
+			default:
+				t.Errorf("writer %d: %v", i, err)
+			}
+		})
+	}
+	wg.Wait()
+	if wins.Load() != 1 || int(conflicts.Load()) != f.ConcurrentWriters-1 {
+		t.Fatalf("wins = %d, conflicts = %d; want 1 and %d", wins.Load(), conflicts.Load(), f.ConcurrentWriters-1)
+	}
+	got, err := s.ReadStream(ctx(t), "s-1", 0, 0)
+	if err != nil || len(got) != 2 {
+		t.Fatalf("stream has %d events (%v), want 2", len(got), err)
+	}
+}
+
+func testConcurrentManyStreams(t *testing.T, s eventstore.Store, f Features) {
+	const perWriter = 10
+	var wg sync.WaitGroup
+	for w := range f.ConcurrentWriters {
+		wg.Go(func() {
+			for i := range perWriter {
+				stream := fmt.Sprintf("s-%d-%d", w, i)
+				if _, err := s.Append(ctx(t), stream, eventstore.NoStream(), Events(stream, 2)); err != nil {
+					t.Errorf("%s: %v", stream, err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	all, err := s.ReadAll(ctx(t), eventstore.Start, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := f.ConcurrentWriters * perWriter * 2; len(all) != want {
+		t.Fatalf("log has %d events, want %d", len(all), want)
+	}
+	seen := map[string]bool{}
+	for i, e := range all {
+		if seen[e.ID] {
+			t.Fatalf("event %s read twice", e.ID)
+		}
+		seen[e.ID] = true
+		if i > 0 && !all[i-1].Position.Less(e.Position) {
+			t.Fatalf("global order broken at %d", i)
+		}
+	}
+}
+
+// collector gathers subscription deliveries.
+type collector struct {
+	mu   sync.Mutex
+	got  []eventstore.RecordedEvent
+	more chan struct{}
+}
+
+func newCollector() *collector { return &collector{more: make(chan struct{}, 1)} }
+
+func (c *collector) handle(_ context.Context, evs []eventstore.RecordedEvent) error {
+	c.mu.Lock()
+	c.got = append(c.got, evs...)
+	c.mu.Unlock()
+	select {
+	case c.more <- struct{}{}:
+	default:
+	}
+	return nil
+}
+
+// waitFor blocks until at least n events arrived, failing after the suite's bound.
+func (c *collector) waitFor(t *testing.T, n int) []eventstore.RecordedEvent {
+	t.Helper()
+	deadline := time.NewTimer(wait)
+	defer deadline.Stop()
+	for {
+		c.mu.Lock()
+		if len(c.got) >= n {
+			out := append([]eventstore.RecordedEvent(nil), c.got...)
+			c.mu.Unlock()
+			return out
+		}
+		c.mu.Unlock()
+		select {
+		case <-c.more:
+		case <-deadline.C:
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			t.Fatalf("subscription delivered %d events, want %d", len(c.got), n)
+		}
+	}
+}
+
+func testSubscribe(t *testing.T, s eventstore.Store, _ Features) {
+	mustAppend(t, s, "s-1", eventstore.NoStream(), Events("a", 3))
+	c := newCollector()
+	sctx, cancel := context.WithCancel(ctx(t))
+	done := make(chan error, 1)
+	go func() { done <- s.Subscribe(sctx, eventstore.Start, c.handle) }()
+	c.waitFor(t, 3)
+	mustAppend(t, s, "s-2", eventstore.NoStream(), Events("b", 2))
+	mustAppend(t, s, "s-1", eventstore.Exact(2), Events("c", 1))
+	got := c.waitFor(t, 6)
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("subscribe returned %v, want context.Canceled", err)
+	}
+	all, err := s.ReadAll(ctx(t), eventstore.Start, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(all) {
+		t.Fatalf("subscription saw %d events, log has %d", len(got), len(all))
+	}
+	for i := range all {
+		if got[i].ID != all[i].ID || got[i].Position != all[i].Position {
+			t.Fatalf("delivery %d = %s@%v, want %s@%v", i, got[i].ID, got[i].Position, all[i].ID, all[i].Position)
+		}
+	}
+	// Resuming from a position delivers only what follows it.
+	c2 := newCollector()
+	sctx2, cancel2 := context.WithCancel(ctx(t))
+	defer cancel2()
+	go func() { done <- s.Subscribe(sctx2, all[2].Position, c2.handle) }()
+	got2 := c2.waitFor(t, 3)
+	if len(got2) != 3 || got2[0].ID != all[3].ID {
+		t.Fatalf("resume delivered %d events starting %s, want 3 starting %s", len(got2), got2[0].ID, all[3].ID)
+	}
+	cancel2()
+	<-done
+}
+
+func testSubscribeHandlerError(t *testing.T, s eventstore.Store, _ Features) {
+	mustAppend(t, s, "s-1", eventstore.NoStream(), Events("a", 1))
+	boom := errors.New("boom")
+	err := s.Subscribe(ctx(t), eventstore.Start, func(context.Context, []eventstore.RecordedEvent) error { return boom })
+	if !errors.Is(err, boom) {
+		t.Fatalf("subscribe returned %v, want the handler's error", err)
+	}
+}
+
+func testHead(t *testing.T, s eventstore.Store, _ Features) {
+	h, err := s.Head(ctx(t))
+	if err != nil || h != eventstore.Start {
+		t.Fatalf("empty head = %v, %v", h, err)
+	}
+	mustAppend(t, s, "s-1", eventstore.NoStream(), Events("a", 2))
+	r := mustAppend(t, s, "s-2", eventstore.NoStream(), Events("b", 1))
+	h, err = s.Head(ctx(t))
+	if err != nil || h != r.Position {
+		t.Fatalf("head = %v (%v), want %v", h, err, r.Position)
+	}
+}

@@ -1,0 +1,241 @@
+// Package sqlite is the embedded event store: the log lives in the same SQLite file as the query
+// model, checkpoints and keys. SQLite serializes writers, so the sequence order is the commit order
+// and a reader can never skip a late-committing event.
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/casebook/casebook/eventstore"
+	"github.com/casebook/casebook/internal/sqldb"
+)
+
+var _ eventstore.Store = (*Store)(nil)
+
+// PollInterval bounds how long a subscriber sleeps before noticing an append made by another process
+// on the same file; appends in this process wake subscribers at once.
+const PollInterval = 250 * time.Millisecond
+
+var migrations = []sqldb.Migration{{Version: 1, SQL: `
+CREATE TABLE IF NOT EXISTS events (
+	seq         INTEGER PRIMARY KEY AUTOINCREMENT,
+	id          TEXT    NOT NULL UNIQUE,
+	stream      TEXT    NOT NULL,
+	revision    INTEGER NOT NULL,
+	type        TEXT    NOT NULL,
+	data        BLOB    NOT NULL,
+	metadata    BLOB    NOT NULL,
+	recorded_at INTEGER NOT NULL,
+	UNIQUE (stream, revision)
+)`}}
+
+// Store is the SQLite event store.
+type Store struct {
+	db  *sqldb.DB
+	now func() time.Time
+
+	mu     sync.Mutex
+	wake   chan struct{} // closed and replaced on every append
+	closed bool
+}
+
+// Options configure a Store.
+type Options struct {
+	// Now stamps recorded_at; time.Now when nil.
+	Now func() time.Time
+}
+
+// New migrates the events table in db and returns a store on it. The caller owns db.
+func New(ctx context.Context, db *sqldb.DB, opts Options) (*Store, error) {
+	if db.Dialect != sqldb.SQLite {
+		return nil, errors.New("eventstore/sqlite: need a SQLite handle")
+	}
+	if err := sqldb.Migrate(ctx, db, "eventstore", migrations); err != nil {
+		return nil, err
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	return &Store{db: db, now: opts.Now, wake: make(chan struct{})}, nil
+}
+
+// Append implements eventstore.Store.
+func (s *Store) Append(ctx context.Context, stream string, expected eventstore.ExpectedRevision, events []eventstore.EventData) (eventstore.AppendResult, error) {
+	if stream == "" {
+		return eventstore.AppendResult{}, errors.New("eventstore/sqlite: empty stream name")
+	}
+	if len(events) == 0 {
+		return eventstore.AppendResult{}, errors.New("eventstore/sqlite: nothing to append")
+	}
+	var res eventstore.AppendResult
+	err := sqldb.InTx(ctx, s.db, func(tx *sql.Tx) error {
+		var last sql.NullInt64
+		if err := tx.QueryRowContext(ctx, `SELECT max(revision) FROM events WHERE stream = ?`, stream).Scan(&last); err != nil {
+			return err
+		}
+		next := uint64(0)
+		actual := int64(-1)
+		if last.Valid {
+			next, actual = uint64(last.Int64)+1, last.Int64
+		}
+		if !expected.Check(next) {
+			return &eventstore.AppendError{Stream: stream, Expected: expected, Actual: actual, Err: eventstore.ErrConcurrency}
+		}
+		at := s.now().UnixNano()
+		for i, e := range events {
+			r, err := tx.ExecContext(ctx, `INSERT INTO events (id, stream, revision, type, data, metadata, recorded_at)
+				VALUES (?, ?, ?, ?, ?, ?, ?)`, e.ID, stream, next+uint64(i), e.Type, e.Data, nonNil(e.Metadata), at)
+			if err != nil {
+				if strings.Contains(err.Error(), "UNIQUE constraint failed: events.stream") {
+					return &eventstore.AppendError{Stream: stream, Expected: expected, Actual: -2, Err: eventstore.ErrConcurrency}
+				}
+				return fmt.Errorf("eventstore/sqlite: insert event %s: %w", e.ID, err)
+			}
+			seq, err := r.LastInsertId()
+			if err != nil {
+				return err
+			}
+			res = eventstore.AppendResult{NextRevision: next + uint64(i), Position: pos(seq)}
+		}
+		return nil
+	})
+	if err != nil {
+		return eventstore.AppendResult{}, err
+	}
+	s.notify()
+	return res, nil
+}
+
+func nonNil(b []byte) []byte {
+	if b == nil {
+		return []byte{}
+	}
+	return b
+}
+
+func pos(seq int64) eventstore.Position {
+	return eventstore.Position{Commit: uint64(seq), Prepare: uint64(seq)}
+}
+
+func (s *Store) notify() {
+	s.mu.Lock()
+	close(s.wake)
+	s.wake = make(chan struct{})
+	s.mu.Unlock()
+}
+
+func (s *Store) waitCh() (<-chan struct{}, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, eventstore.ErrClosed
+	}
+	return s.wake, nil
+}
+
+const selectEvents = `SELECT seq, id, stream, revision, type, data, metadata, recorded_at FROM events `
+
+func scan(rows *sql.Rows) ([]eventstore.RecordedEvent, error) {
+	defer rows.Close()
+	var out []eventstore.RecordedEvent
+	for rows.Next() {
+		var e eventstore.RecordedEvent
+		var seq, at int64
+		if err := rows.Scan(&seq, &e.ID, &e.StreamID, &e.Revision, &e.Type, &e.Data, &e.Metadata, &at); err != nil {
+			return nil, err
+		}
+		e.Position, e.RecordedAt = pos(seq), time.Unix(0, at).UTC()
+		out = append(out, e)
+	}
+	return out, rows.Err()
+}
+
+func limitOf(limit int) int64 {
+	if limit <= 0 {
+		return -1
+	}
+	return int64(limit)
+}
+
+// ReadStream implements eventstore.Store.
+func (s *Store) ReadStream(ctx context.Context, stream string, from uint64, limit int) ([]eventstore.RecordedEvent, error) {
+	rows, err := s.db.QueryContext(ctx, selectEvents+`WHERE stream = ? AND revision >= ? ORDER BY revision LIMIT ?`,
+		stream, from, limitOf(limit))
+	if err != nil {
+		return nil, fmt.Errorf("eventstore/sqlite: read %s: %w", stream, err)
+	}
+	return scan(rows)
+}
+
+// ReadAll implements eventstore.Store.
+func (s *Store) ReadAll(ctx context.Context, from eventstore.Position, limit int) ([]eventstore.RecordedEvent, error) {
+	rows, err := s.db.QueryContext(ctx, selectEvents+`WHERE seq > ? ORDER BY seq LIMIT ?`, from.Commit, limitOf(limit))
+	if err != nil {
+		return nil, fmt.Errorf("eventstore/sqlite: read all: %w", err)
+	}
+	return scan(rows)
+}
+
+// Head implements eventstore.Store.
+func (s *Store) Head(ctx context.Context) (eventstore.Position, error) {
+	var seq sql.NullInt64
+	if err := s.db.QueryRowContext(ctx, `SELECT max(seq) FROM events`).Scan(&seq); err != nil {
+		return eventstore.Position{}, fmt.Errorf("eventstore/sqlite: head: %w", err)
+	}
+	if !seq.Valid {
+		return eventstore.Start, nil
+	}
+	return pos(seq.Int64), nil
+}
+
+// SubscribeBatch is how many events one Subscribe delivery carries at most.
+const SubscribeBatch = 500
+
+// Subscribe implements eventstore.Store.
+func (s *Store) Subscribe(ctx context.Context, from eventstore.Position, fn func(context.Context, []eventstore.RecordedEvent) error) error {
+	ticker := time.NewTicker(PollInterval)
+	defer ticker.Stop()
+	for {
+		wake, err := s.waitCh()
+		if err != nil {
+			return err
+		}
+		evs, err := s.ReadAll(ctx, from, SubscribeBatch)
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return err
+		}
+		if len(evs) > 0 {
+			if err := fn(ctx, evs); err != nil {
+				return err
+			}
+			from = evs[len(evs)-1].Position
+			continue
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-wake:
+		case <-ticker.C:
+		}
+	}
+}
+
+// Close wakes and ends subscriptions. It does not close the shared database handle.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.closed {
+		s.closed = true
+		close(s.wake)
+	}
+	return nil
+}

@@ -1,0 +1,163 @@
+// Package sqldb holds what Casebook's SQL-backed stores share: opening the embedded SQLite file with
+// the pragmas durability needs, one placeholder style for SQLite and Postgres, and versioned
+// migrations that are safe to run twice and from several processes at once.
+package sqldb
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	_ "modernc.org/sqlite" // registers the pure-Go "sqlite" driver
+)
+
+// Dialect is the SQL flavour of a database handle.
+type Dialect int
+
+// The supported dialects.
+const (
+	SQLite Dialect = iota
+	Postgres
+)
+
+func (d Dialect) String() string {
+	if d == Postgres {
+		return "postgres"
+	}
+	return "sqlite"
+}
+
+// DB is a database handle with its dialect. Queries are written with ? placeholders; Rebind turns
+// them into $n for Postgres.
+type DB struct {
+	*sql.DB
+	Dialect Dialect
+}
+
+// Rebind rewrites ? placeholders for the dialect. Queries must not contain literal question marks.
+func (db *DB) Rebind(q string) string {
+	if db.Dialect != Postgres || !strings.Contains(q, "?") {
+		return q
+	}
+	var b strings.Builder
+	n := 0
+	for _, r := range q {
+		if r == '?' {
+			n++
+			b.WriteByte('$')
+			b.WriteString(strconv.Itoa(n))
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// OpenSQLite opens (creating if needed) the SQLite file at path in WAL mode with synchronous=FULL, so
+// a committed transaction survives a process kill and a power loss. Write transactions begin
+// IMMEDIATE so writers queue on the busy timeout instead of failing on lock upgrades.
+func OpenSQLite(path string) (*DB, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("sqlite: create data directory: %w", err)
+	}
+	dsn := "file:" + path + "?_pragma=busy_timeout(30000)&_pragma=journal_mode(WAL)" +
+		"&_pragma=synchronous(FULL)&_pragma=foreign_keys(1)&_txlock=immediate"
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+	}
+	db.SetMaxOpenConns(8)
+	if err := db.Ping(); err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+	}
+	return &DB{DB: db, Dialect: SQLite}, nil
+}
+
+// Migration is one versioned schema step. SQL holds statements separated by ";\n"; Postgres is used
+// instead when set and the dialect is Postgres.
+type Migration struct {
+	Version  int
+	SQL      string
+	Postgres string
+}
+
+// Migrate applies the migrations of component that are not yet recorded, each in its own
+// transaction together with its record. Concurrent callers serialize on a lock (SQLite's write
+// lock; a Postgres advisory lock), so running it twice or from two processes is safe.
+func Migrate(ctx context.Context, db *DB, component string, migrations []Migration) error {
+	if _, err := db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+		component TEXT NOT NULL, version INTEGER NOT NULL, PRIMARY KEY (component, version))`); err != nil {
+		if db.Dialect != Postgres || !isUniqueViolation(err) {
+			return fmt.Errorf("migrate %s: %w", component, err)
+		}
+	}
+	for _, m := range migrations {
+		if err := migrateOne(ctx, db, component, m); err != nil {
+			return fmt.Errorf("migrate %s to %d: %w", component, m.Version, err)
+		}
+	}
+	return nil
+}
+
+func migrateOne(ctx context.Context, db *DB, component string, m Migration) error {
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = tx.Rollback() }()
+	if db.Dialect == Postgres {
+		if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(7345110021)`); err != nil {
+			return err
+		}
+	}
+	var n int
+	if err := tx.QueryRowContext(ctx, db.Rebind(`SELECT count(*) FROM schema_migrations WHERE component = ? AND version = ?`),
+		component, m.Version).Scan(&n); err != nil {
+		return err
+	}
+	if n > 0 {
+		return nil
+	}
+	script := m.SQL
+	if db.Dialect == Postgres && m.Postgres != "" {
+		script = m.Postgres
+	}
+	for _, stmt := range strings.Split(script, ";\n") {
+		if strings.TrimSpace(stmt) == "" {
+			continue
+		}
+		if _, err := tx.ExecContext(ctx, stmt); err != nil {
+			return fmt.Errorf("%w\n%s", err, stmt)
+		}
+	}
+	if _, err := tx.ExecContext(ctx, db.Rebind(`INSERT INTO schema_migrations (component, version) VALUES (?, ?)`),
+		component, m.Version); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+// isUniqueViolation reports a Postgres unique violation (two processes creating the same table).
+func isUniqueViolation(err error) bool {
+	var coded interface{ SQLState() string }
+	return errors.As(err, &coded) && (coded.SQLState() == "23505" || coded.SQLState() == "42P07")
+}
+
+// InTx runs fn in a transaction and commits it when fn returns nil.
+func InTx(ctx context.Context, db *DB, fn func(*sql.Tx) error) error {
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	if err := fn(tx); err != nil {
+		_ = tx.Rollback()
+		return err
+	}
+	return tx.Commit()
+}
