@@ -1,0 +1,457 @@
+// Package httpapi is Casebook's HTTP command and query API (gorilla/mux). Handlers authenticate,
+// decode and validate, then call the command and query layers; authorization decisions live in the
+// domain, and errors map to statuses in one function (statusOf).
+package httpapi
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	_ "embed"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"log/slog"
+
+	"github.com/gorilla/mux"
+
+	"github.com/casebook/casebook/commands"
+	"github.com/casebook/casebook/domain"
+	"github.com/casebook/casebook/eventstore"
+	"github.com/casebook/casebook/queries"
+	"github.com/casebook/casebook/tenancy"
+)
+
+//go:embed openapi.json
+var openAPI []byte
+
+// Limits on request bodies.
+const (
+	MaxPublicBody   = 64 << 10
+	MaxOperatorBody = 64 << 10
+	// MaxConsistencyWait bounds how long a read waits for the query model to reach a position.
+	MaxConsistencyWait = 5 * time.Second
+)
+
+// Projection is what the API needs of the query-model subscriber.
+type Projection interface {
+	WaitFor(ctx context.Context, p eventstore.Position) error
+}
+
+// Server serves the API.
+type Server struct {
+	Commands   *commands.Handler
+	Reader     *queries.Reader
+	Tenancy    *tenancy.Store
+	QueryModel Projection
+	// Ready reports whether required subscribers are caught up; nil means ready.
+	Ready  func() error
+	Logger *slog.Logger
+}
+
+// Handler returns the routed API.
+func (s *Server) Handler() http.Handler {
+	r := mux.NewRouter()
+	r.NotFoundHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.writeError(w, r, &apiError{http.StatusNotFound, "not_found", "no such route"})
+	})
+	r.MethodNotAllowedHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.writeError(w, r, &apiError{http.StatusMethodNotAllowed, "method_not_allowed", "method not allowed"})
+	})
+	r.HandleFunc("/healthz", s.healthz).Methods(http.MethodGet)
+	r.HandleFunc("/readyz", s.readyz).Methods(http.MethodGet)
+	r.HandleFunc("/v1/openapi.json", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(openAPI)
+	}).Methods(http.MethodGet)
+	r.HandleFunc("/v1/public/{tenant_slug}/inquiries", s.publicIntake).Methods(http.MethodPost)
+
+	a := r.PathPrefix("/v1/inquiries").Subrouter()
+	a.Use(s.authenticate)
+	a.HandleFunc("", s.listInquiries).Methods(http.MethodGet)
+	a.HandleFunc("/{id}", s.getInquiry).Methods(http.MethodGet)
+	a.HandleFunc("/{id}/timeline", s.timeline).Methods(http.MethodGet)
+	a.HandleFunc("/{id}/transitions", s.transition).Methods(http.MethodPost)
+	a.HandleFunc("/{id}/claim", s.claim).Methods(http.MethodPost)
+	a.HandleFunc("/{id}/assignment", s.assign).Methods(http.MethodPost)
+	a.HandleFunc("/{id}/notes", s.addNote).Methods(http.MethodPost)
+	return s.withRequestID(r)
+}
+
+type ctxKey int
+
+const (
+	keyRequestID ctxKey = iota
+	keyPrincipal
+)
+
+func requestID(ctx context.Context) string {
+	id, _ := ctx.Value(keyRequestID).(string)
+	return id
+}
+
+// withRequestID gives every request an opaque id (echoed in X-Request-Id) and logs one line per
+// request without bodies, headers or query strings, which may hold personal data.
+func (s *Server) withRequestID(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var b [8]byte
+		_, _ = rand.Read(b[:])
+		id := "req_" + hex.EncodeToString(b[:])
+		w.Header().Set("X-Request-Id", id)
+		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
+		start := time.Now()
+		next.ServeHTTP(rec, r.WithContext(context.WithValue(r.Context(), keyRequestID, id)))
+		route := "unmatched"
+		if m := mux.CurrentRoute(r); m != nil {
+			route, _ = m.GetPathTemplate()
+		}
+		s.logger().InfoContext(r.Context(), "http request", "request_id", id, "method", r.Method, "path", r.URL.Path,
+			"status", rec.status, "duration_ms", time.Since(start).Milliseconds(), "route", route)
+	})
+}
+
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+}
+
+func (s *statusRecorder) WriteHeader(code int) {
+	s.status = code
+	s.ResponseWriter.WriteHeader(code)
+}
+
+func (s *Server) authenticate(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := r.Header.Get("Authorization")
+		token, ok := strings.CutPrefix(h, "Bearer ")
+		if !ok {
+			s.writeError(w, r, domain.ErrUnauthenticated)
+			return
+		}
+		p, err := s.Tenancy.Authenticate(r.Context(), strings.TrimSpace(token))
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), keyPrincipal, p)))
+	})
+}
+
+func principal(r *http.Request) domain.Principal {
+	p, _ := r.Context().Value(keyPrincipal).(domain.Principal)
+	return p
+}
+
+func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+}
+
+func (s *Server) readyz(w http.ResponseWriter, _ *http.Request) {
+	if s.Ready != nil {
+		if err := s.Ready(); err != nil {
+			writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "not_ready", "reason": err.Error()})
+			return
+		}
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+}
+
+// decode reads one JSON object with only known fields from a body of at most limit bytes.
+func decode(w http.ResponseWriter, r *http.Request, limit int64, v any) error {
+	if ct := r.Header.Get("Content-Type"); ct != "" && !strings.HasPrefix(ct, "application/json") {
+		return &apiError{http.StatusUnsupportedMediaType, "unsupported_media_type", "body must be application/json"}
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return &apiError{http.StatusRequestEntityTooLarge, "body_too_large", "body exceeds " + strconv.FormatInt(limit, 10) + " bytes"}
+		}
+		return badRequest("could not read body")
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return badRequest("body must be a JSON object with documented fields only: " + jsonProblem(err))
+	}
+	if dec.More() {
+		return badRequest("body must hold exactly one JSON object")
+	}
+	return nil
+}
+
+// jsonProblem describes a decoding error without echoing the input.
+func jsonProblem(err error) string {
+	var te *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &te):
+		return "field " + te.Field + " has the wrong type"
+	case strings.HasPrefix(err.Error(), "json: unknown field "):
+		return strings.TrimPrefix(err.Error(), "json: ")
+	}
+	return "malformed JSON"
+}
+
+type publicInquiry struct {
+	Name     string `json:"name"`
+	Email    string `json:"email"`
+	Subject  string `json:"subject"`
+	Message  string `json:"message"`
+	Category string `json:"category"`
+}
+
+func (s *Server) publicIntake(w http.ResponseWriter, r *http.Request) {
+	var in publicInquiry
+	if err := decode(w, r, MaxPublicBody, &in); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	t, err := s.Tenancy.TenantBySlug(r.Context(), mux.Vars(r)["tenant_slug"])
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	res, err := s.Commands.Intake(r.Context(), commands.Intake{
+		Tenant: t.ID, Source: domain.SourcePublicForm, IdempotencyKey: r.Header.Get("Idempotency-Key"),
+		Requester: domain.Requester{Name: strings.TrimSpace(in.Name), Email: strings.TrimSpace(in.Email)},
+		Subject:   strings.TrimSpace(in.Subject), Message: in.Message, Category: strings.TrimSpace(in.Category),
+		CorrelationID: requestID(r.Context()),
+	})
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusAccepted, map[string]string{"receipt": res.Receipt, "status": "received"})
+}
+
+// waitConsistent honours a read-your-writes request (Casebook-Min-Position header or min_position
+// parameter) by waiting, boundedly, for the query model to reach that position.
+func (s *Server) waitConsistent(r *http.Request) error {
+	raw := r.Header.Get("Casebook-Min-Position")
+	if v := r.URL.Query().Get("min_position"); v != "" {
+		raw = v
+	}
+	if raw == "" || s.QueryModel == nil {
+		return nil
+	}
+	p, err := eventstore.ParsePosition(raw)
+	if err != nil {
+		return domain.Invalid("min_position", "%v", err)
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), MaxConsistencyWait)
+	defer cancel()
+	if err := s.QueryModel.WaitFor(ctx, p); err != nil {
+		return &apiError{http.StatusServiceUnavailable, "projection_lagging", "the query model has not reached the requested position yet; retry"}
+	}
+	return nil
+}
+
+func (s *Server) read(w http.ResponseWriter, r *http.Request) (domain.Principal, bool) {
+	p := principal(r)
+	if err := domain.Authorize(p, domain.ActRead); err != nil {
+		s.writeError(w, r, err)
+		return p, false
+	}
+	if err := s.waitConsistent(r); err != nil {
+		if errors.Is(err, domain.ErrValidation) {
+			s.writeError(w, r, err)
+		} else {
+			w.Header().Set("Retry-After", "1")
+			s.writeError(w, r, err)
+		}
+		return p, false
+	}
+	return p, true
+}
+
+func (s *Server) listInquiries(w http.ResponseWriter, r *http.Request) {
+	p, ok := s.read(w, r)
+	if !ok {
+		return
+	}
+	q := r.URL.Query()
+	f := queries.Filter{Owner: domain.PrincipalID(q.Get("owner")), Cursor: q.Get("cursor")}
+	var err error
+	if v := q.Get("status"); v != "" {
+		if f.Status, err = domain.ParseStatus("status", v); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+	}
+	if v := q.Get("priority"); v != "" {
+		if f.Priority, err = domain.ParsePriority("priority", v); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+	}
+	if v := q.Get("limit"); v != "" {
+		if f.Limit, err = strconv.Atoi(v); err != nil || f.Limit < 1 {
+			s.writeError(w, r, domain.Invalid("limit", "must be between 1 and %d", queries.MaxLimit))
+			return
+		}
+	}
+	items, next, err := s.Reader.List(r.Context(), p.TenantID, f)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if items == nil {
+		items = []queries.Inquiry{}
+	}
+	body := map[string]any{"items": items, "next_cursor": nil}
+	if next != "" {
+		body["next_cursor"] = next
+	}
+	writeJSON(w, http.StatusOK, body)
+}
+
+func (s *Server) getInquiry(w http.ResponseWriter, r *http.Request) {
+	p, ok := s.read(w, r)
+	if !ok {
+		return
+	}
+	q, err := s.Reader.Get(r.Context(), p.TenantID, domain.InquiryID(mux.Vars(r)["id"]))
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	w.Header().Set("ETag", strconv.Quote(strconv.FormatUint(q.Version, 10)))
+	writeJSON(w, http.StatusOK, q)
+}
+
+func (s *Server) timeline(w http.ResponseWriter, r *http.Request) {
+	p, ok := s.read(w, r)
+	if !ok {
+		return
+	}
+	items, err := s.Reader.Timeline(r.Context(), p.TenantID, domain.InquiryID(mux.Vars(r)["id"]))
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"items": items})
+}
+
+// target builds a command target from the request. required says whether If-Match must be present.
+func target(r *http.Request, required bool) (commands.Target, error) {
+	p := principal(r)
+	t := commands.Target{
+		Tenant: p.TenantID, InquiryID: domain.InquiryID(mux.Vars(r)["id"]), Actor: p,
+		IdempotencyKey: r.Header.Get("Idempotency-Key"), CorrelationID: requestID(r.Context()),
+	}
+	raw := strings.TrimSpace(r.Header.Get("If-Match"))
+	if raw == "" {
+		if required {
+			return t, domain.ErrPreconditionRequired
+		}
+		return t, nil
+	}
+	raw = strings.Trim(strings.TrimPrefix(raw, "W/"), `"`)
+	v, err := strconv.ParseUint(raw, 10, 64)
+	if err != nil {
+		return t, badRequest(`If-Match must be the inquiry's version, as in its ETag ("3")`)
+	}
+	t.IfVersion = &v
+	return t, nil
+}
+
+func (s *Server) writeResult(w http.ResponseWriter, res commands.Result) {
+	w.Header().Set("ETag", strconv.Quote(strconv.FormatUint(res.Version, 10)))
+	pos := ""
+	if res.Position != (eventstore.Position{}) {
+		pos = res.Position.String()
+		w.Header().Set("Casebook-Position", pos)
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"id": res.InquiryID, "version": res.Version, "position": pos})
+}
+
+type transitionBody struct {
+	To       string `json:"to"`
+	Reason   string `json:"reason"`
+	Priority string `json:"priority"`
+}
+
+func (s *Server) transition(w http.ResponseWriter, r *http.Request) {
+	var in transitionBody
+	t, err := target(r, true)
+	if err == nil {
+		err = decode(w, r, MaxOperatorBody, &in)
+	}
+	c := commands.Transition{Target: t, Reason: in.Reason}
+	if err == nil {
+		c.To, err = domain.ParseStatus("to", in.To)
+	}
+	if err == nil && in.Priority != "" {
+		c.Priority, err = domain.ParsePriority("priority", in.Priority)
+	}
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	res, err := s.Commands.Transition(r.Context(), c)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.writeResult(w, res)
+}
+
+func (s *Server) claim(w http.ResponseWriter, r *http.Request) {
+	t, err := target(r, false)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	res, err := s.Commands.Claim(r.Context(), commands.Claim{Target: t})
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.writeResult(w, res)
+}
+
+func (s *Server) assign(w http.ResponseWriter, r *http.Request) {
+	var in struct {
+		Owner string `json:"owner"`
+	}
+	t, err := target(r, true)
+	if err == nil {
+		err = decode(w, r, MaxOperatorBody, &in)
+	}
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	res, err := s.Commands.Assign(r.Context(), commands.Assign{Target: t, Owner: domain.PrincipalID(in.Owner)})
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.writeResult(w, res)
+}
+
+func (s *Server) addNote(w http.ResponseWriter, r *http.Request) {
+	var in struct {
+		Body string `json:"body"`
+	}
+	t, err := target(r, false)
+	if err == nil {
+		err = decode(w, r, MaxOperatorBody, &in)
+	}
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	res, err := s.Commands.AddNote(r.Context(), commands.AddNote{Target: t, Body: in.Body})
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.writeResult(w, res)
+}

@@ -1,0 +1,359 @@
+// Package commands turns requests into events: load an inquiry's stream, fold it, let the domain
+// decide, and append at the expected revision. It owns idempotency.
+//
+// Idempotency follows Stripe's semantics, scoped per inquiry stream: the key and a fingerprint of the
+// request travel in every appended event's metadata, so the stream itself is the idempotency record
+// and a key can never be recorded without its effect (or the reverse). The same key with the same
+// request returns the first result and appends nothing; the same key with another request is
+// domain.ErrIdempotencyMismatch. Intake derives the inquiry's identity from (tenant, source, key) and
+// appends with "no stream", so a duplicate delivery is caught by the event store's own condition.
+package commands
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base32"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/casebook/casebook/domain"
+	"github.com/casebook/casebook/eventstore"
+)
+
+// Principals finds a principal inside a tenant (domain.ErrNotFound across tenants).
+type Principals interface {
+	Principal(ctx context.Context, tenant domain.TenantID, id domain.PrincipalID) (domain.Principal, error)
+}
+
+// Handler executes commands. Now and NewID are injected so runs are reproducible.
+type Handler struct {
+	Store      eventstore.Store
+	Principals Principals
+	// Secret keys derived inquiry ids and receipts; it must be the same for every replica.
+	Secret []byte
+	Now    func() time.Time
+	NewID  func() string
+}
+
+// Result is what a command produced: the inquiry's version after it and the log position to wait for
+// for read-your-writes. Replayed is set when an idempotency key matched an earlier command.
+type Result struct {
+	InquiryID domain.InquiryID    `json:"id"`
+	Version   uint64              `json:"version"`
+	Position  eventstore.Position `json:"-"`
+	Replayed  bool                `json:"-"`
+}
+
+// maxRetries bounds reloads after a concurrency conflict for commands without a client version.
+const maxRetries = 8
+
+// Intake is a new inquiry from a public form, a portal or an integration.
+type Intake struct {
+	Tenant         domain.TenantID
+	Source         domain.Source
+	IdempotencyKey string // empty: a random key, so a retry is a new inquiry
+	Requester      domain.Requester
+	Subject        string
+	Message        string
+	Category       string
+	CorrelationID  string
+}
+
+// IntakeResult adds the requester's opaque receipt.
+type IntakeResult struct {
+	Result
+	Receipt string
+}
+
+// Intake records a new inquiry. It returns only after the InquiryReceived event is durable.
+func (h *Handler) Intake(ctx context.Context, c Intake) (IntakeResult, error) {
+	if c.IdempotencyKey == "" {
+		c.IdempotencyKey = "auto:" + h.NewID()
+	}
+	if err := checkKey(c.IdempotencyKey); err != nil {
+		return IntakeResult{}, err
+	}
+	identity := string(c.Tenant) + "\x00" + string(c.Source) + "\x00" + c.IdempotencyKey
+	id := domain.InquiryID(uuidFrom(h.mac("inquiry", identity)))
+	receipt := "CB-" + base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(h.mac("receipt", identity)[:10])
+	evs, err := domain.Receive(domain.NewInquiry{
+		ID: id, TenantID: c.Tenant, Source: c.Source, Receipt: receipt,
+		Requester: c.Requester, Subject: c.Subject, Message: c.Message, Category: c.Category,
+	})
+	if err != nil {
+		return IntakeResult{}, err
+	}
+	hash := fingerprint(c.Source, c.Requester, c.Subject, c.Message, c.Category)
+	actor := domain.System(c.Tenant, string(c.Source))
+	stream := eventstore.InquiryStream(c.Tenant, id)
+	meta := h.meta(actor, "intake:"+identity, c.IdempotencyKey, hash, c.CorrelationID)
+	res, err := h.append(ctx, stream, eventstore.NoStream(), evs, meta)
+	if errors.Is(err, domain.ErrConcurrency) {
+		prior, err := h.Store.ReadStream(ctx, stream, 0, 1)
+		if err != nil {
+			return IntakeResult{}, err
+		}
+		if len(prior) == 0 {
+			return IntakeResult{}, fmt.Errorf("intake: stream %s conflicted but is empty: %w", id, domain.ErrConcurrency)
+		}
+		var m domain.Metadata
+		if err := json.Unmarshal(prior[0].Metadata, &m); err != nil {
+			return IntakeResult{}, fmt.Errorf("intake: metadata: %w", err)
+		}
+		if m.RequestHash != hash {
+			return IntakeResult{}, domain.ErrIdempotencyMismatch
+		}
+		return IntakeResult{Result: Result{InquiryID: id, Version: 1, Position: prior[0].Position, Replayed: true}, Receipt: receipt}, nil
+	}
+	if err != nil {
+		return IntakeResult{}, err
+	}
+	return IntakeResult{Result: Result{InquiryID: id, Version: 1, Position: res.Position}, Receipt: receipt}, nil
+}
+
+// Target names the inquiry a command applies to, who asks, and under which conditions.
+type Target struct {
+	Tenant    domain.TenantID
+	InquiryID domain.InquiryID
+	Actor     domain.Principal
+	// IfVersion is the version the client last saw (HTTP If-Match). Nil lets the handler reload and
+	// retry after a conflict, for commands that commute.
+	IfVersion      *uint64
+	IdempotencyKey string
+	CorrelationID  string
+}
+
+// Transition moves an inquiry along its lifecycle. Priority is accepted only when triaging.
+type Transition struct {
+	Target
+	To       domain.Status
+	Reason   string
+	Priority domain.Priority
+}
+
+// Transition executes c.
+func (h *Handler) Transition(ctx context.Context, c Transition) (Result, error) {
+	return h.execute(ctx, c.Target, fingerprint("transition", c.To, c.Reason, c.Priority), func(q *domain.Inquiry) ([]domain.Event, error) {
+		return q.Transition(c.Actor, c.To, c.Reason, c.Priority)
+	})
+}
+
+// Claim makes the actor the owner.
+type Claim struct{ Target }
+
+// Claim executes c.
+func (h *Handler) Claim(ctx context.Context, c Claim) (Result, error) {
+	return h.execute(ctx, c.Target, fingerprint("claim"), func(q *domain.Inquiry) ([]domain.Event, error) {
+		return q.Claim(c.Actor)
+	})
+}
+
+// Assign makes Owner the owner. The owner must be a principal of the same tenant.
+type Assign struct {
+	Target
+	Owner domain.PrincipalID
+}
+
+// Assign executes c.
+func (h *Handler) Assign(ctx context.Context, c Assign) (Result, error) {
+	if c.Owner == "" {
+		return Result{}, domain.Invalid("owner", "is required")
+	}
+	owner, err := h.Principals.Principal(ctx, c.Tenant, c.Owner)
+	if errors.Is(err, domain.ErrNotFound) {
+		return Result{}, domain.Invalid("owner", "is not a principal of this tenant")
+	}
+	if err != nil {
+		return Result{}, err
+	}
+	return h.execute(ctx, c.Target, fingerprint("assign", c.Owner), func(q *domain.Inquiry) ([]domain.Event, error) {
+		return q.Assign(c.Actor, owner)
+	})
+}
+
+// AddNote appends an operator note. Notes commute, so IfVersion is optional.
+type AddNote struct {
+	Target
+	Body string
+}
+
+// AddNote executes c.
+func (h *Handler) AddNote(ctx context.Context, c AddNote) (Result, error) {
+	return h.execute(ctx, c.Target, fingerprint("note", c.Body), func(q *domain.Inquiry) ([]domain.Event, error) {
+		return q.AddNote(c.Actor, c.Body)
+	})
+}
+
+// Cancel moves an inquiry to cancelled; a reason is required.
+type Cancel struct {
+	Target
+	Reason string
+}
+
+// Cancel executes c.
+func (h *Handler) Cancel(ctx context.Context, c Cancel) (Result, error) {
+	return h.Transition(ctx, Transition{Target: c.Target, To: domain.StatusCancelled, Reason: c.Reason})
+}
+
+// Load folds an inquiry's stream. An unknown id, or one of another tenant, is domain.ErrNotFound.
+func (h *Handler) Load(ctx context.Context, tenant domain.TenantID, id domain.InquiryID) (*domain.Inquiry, error) {
+	q, _, err := h.load(ctx, tenant, id)
+	return q, err
+}
+
+// loaded carries what a fold learned about idempotency keys.
+type loaded struct {
+	byKey map[string]keyUse
+}
+
+type keyUse struct {
+	hash     string
+	version  uint64
+	position eventstore.Position
+}
+
+func (h *Handler) load(ctx context.Context, tenant domain.TenantID, id domain.InquiryID) (*domain.Inquiry, loaded, error) {
+	l := loaded{byKey: map[string]keyUse{}}
+	if tenant == "" || id == "" {
+		return nil, l, fmt.Errorf("inquiry: %w", domain.ErrNotFound)
+	}
+	recs, err := h.Store.ReadStream(ctx, eventstore.InquiryStream(tenant, id), 0, 0)
+	if err != nil {
+		return nil, l, err
+	}
+	if len(recs) == 0 {
+		return nil, l, fmt.Errorf("inquiry: %w", domain.ErrNotFound)
+	}
+	q := &domain.Inquiry{}
+	for _, r := range recs {
+		var m domain.Metadata
+		if err := json.Unmarshal(r.Metadata, &m); err != nil {
+			return nil, l, fmt.Errorf("inquiry %s revision %d: metadata: %w", id, r.Revision, err)
+		}
+		e, err := domain.Decode(r.Type, m.SchemaVersion, r.Data)
+		if err != nil {
+			return nil, l, err
+		}
+		if m.TenantID != tenant {
+			return nil, l, fmt.Errorf("inquiry %s: event of tenant %s in stream of %s", id, m.TenantID, tenant)
+		}
+		q.Apply(e, m.OccurredAt)
+		if m.IdempotencyKey != "" {
+			l.byKey[m.IdempotencyKey] = keyUse{hash: m.RequestHash, version: q.Version, position: r.Position}
+		}
+	}
+	return q, l, nil
+}
+
+// execute is load → decide → append, with idempotency and bounded retries for commands without a
+// client version.
+func (h *Handler) execute(ctx context.Context, t Target, hash string, decide func(*domain.Inquiry) ([]domain.Event, error)) (Result, error) {
+	if t.Actor.TenantID != t.Tenant {
+		return Result{}, fmt.Errorf("inquiry: %w", domain.ErrNotFound)
+	}
+	if err := checkKey(t.IdempotencyKey); err != nil {
+		return Result{}, err
+	}
+	hash = fingerprint(t.Actor.ID, hash)
+	for attempt := 0; ; attempt++ {
+		q, l, err := h.load(ctx, t.Tenant, t.InquiryID)
+		if err != nil {
+			return Result{}, err
+		}
+		if t.IdempotencyKey != "" {
+			if use, ok := l.byKey[t.IdempotencyKey]; ok {
+				if use.hash != hash {
+					return Result{}, domain.ErrIdempotencyMismatch
+				}
+				return Result{InquiryID: t.InquiryID, Version: use.version, Position: use.position, Replayed: true}, nil
+			}
+		}
+		if t.IfVersion != nil && *t.IfVersion != q.Version {
+			return Result{}, fmt.Errorf("inquiry is at version %d, not %d: %w", q.Version, *t.IfVersion, domain.ErrConcurrency)
+		}
+		evs, err := decide(q)
+		if err != nil {
+			return Result{}, err
+		}
+		if len(evs) == 0 {
+			return Result{InquiryID: t.InquiryID, Version: q.Version}, nil
+		}
+		cmdID := h.NewID()
+		if t.IdempotencyKey != "" {
+			cmdID = fmt.Sprintf("cmd:%s:%s:%d:%s", t.Tenant, t.InquiryID, q.Version, t.IdempotencyKey)
+		}
+		meta := h.meta(t.Actor, cmdID, t.IdempotencyKey, hash, t.CorrelationID)
+		res, err := h.append(ctx, eventstore.InquiryStream(t.Tenant, t.InquiryID), eventstore.AfterVersion(q.Version), evs, meta)
+		if errors.Is(err, domain.ErrConcurrency) && (t.IfVersion == nil || t.IdempotencyKey != "") && attempt < maxRetries {
+			// Reload: the winner may have been this very command (same key), or the command may
+			// still apply to the newer state.
+			continue
+		}
+		if err != nil {
+			return Result{}, err
+		}
+		return Result{InquiryID: t.InquiryID, Version: q.Version + uint64(len(evs)), Position: res.Position}, nil
+	}
+}
+
+func (h *Handler) meta(actor domain.Principal, commandID, key, hash, correlation string) domain.Metadata {
+	return domain.Metadata{
+		TenantID: actor.TenantID, Actor: actor.ID, CommandID: commandID, IdempotencyKey: key,
+		RequestHash: hash, CorrelationID: correlation, OccurredAt: h.Now().UTC(), SchemaVersion: domain.SchemaVersion,
+	}
+}
+
+func (h *Handler) append(ctx context.Context, stream string, exp eventstore.ExpectedRevision, evs []domain.Event, meta domain.Metadata) (eventstore.AppendResult, error) {
+	mb, err := json.Marshal(meta)
+	if err != nil {
+		return eventstore.AppendResult{}, err
+	}
+	data := make([]eventstore.EventData, len(evs))
+	for i, e := range evs {
+		typ, b, err := domain.Encode(e)
+		if err != nil {
+			return eventstore.AppendResult{}, err
+		}
+		data[i] = eventstore.EventData{ID: eventstore.DeterministicID(meta.CommandID, i), Type: typ, Data: b, Metadata: mb}
+	}
+	return h.Store.Append(ctx, stream, exp, data)
+}
+
+func (h *Handler) mac(purpose, msg string) []byte {
+	m := hmac.New(sha256.New, h.Secret)
+	m.Write([]byte(purpose + "\x00" + msg))
+	return m.Sum(nil)
+}
+
+// MaxKeyLen bounds idempotency keys.
+const MaxKeyLen = 255
+
+func checkKey(k string) error {
+	if len(k) > MaxKeyLen {
+		return domain.Invalid("idempotency_key", "must be at most %d bytes", MaxKeyLen)
+	}
+	for _, r := range k {
+		if r < 0x21 || r > 0x7e {
+			return domain.Invalid("idempotency_key", "must be printable ASCII without spaces")
+		}
+	}
+	return nil
+}
+
+// fingerprint hashes a request's fields for idempotency comparisons.
+func fingerprint(parts ...any) string {
+	b, _ := json.Marshal(parts)
+	sum := sha256.Sum256(b)
+	return base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(sum[:16])
+}
+
+func uuidFrom(sum []byte) string {
+	b := append([]byte(nil), sum[:16]...)
+	b[6] = (b[6] & 0x0f) | 0x80
+	b[8] = (b[8] & 0x3f) | 0x80
+	return strings.ToLower(fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16]))
+}

@@ -1,0 +1,197 @@
+// Package queries reads the query model for the query API and dashboards. Every query is scoped to
+// one tenant: an id of another tenant finds nothing, exactly like an unknown id.
+package queries
+
+import (
+	"context"
+	"database/sql"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/casebook/casebook/domain"
+	"github.com/casebook/casebook/internal/sqldb"
+)
+
+// Inquiry is the list and detail view of an inquiry.
+type Inquiry struct {
+	ID        domain.InquiryID   `json:"id"`
+	Receipt   string             `json:"receipt"`
+	Version   uint64             `json:"version"`
+	Status    domain.Status      `json:"status"`
+	Priority  domain.Priority    `json:"priority"`
+	Owner     domain.PrincipalID `json:"owner"`
+	Team      string             `json:"team"`
+	Source    domain.Source      `json:"source"`
+	Category  string             `json:"category"`
+	Subject   string             `json:"subject"`
+	Message   string             `json:"message,omitempty"`
+	Requester *domain.Requester  `json:"requester,omitempty"`
+	CreatedAt time.Time          `json:"created_at"`
+	UpdatedAt time.Time          `json:"updated_at"`
+	ClosedAt  *time.Time         `json:"closed_at,omitempty"`
+}
+
+// TimelineEntry is one event of an inquiry's audit trail.
+type TimelineEntry struct {
+	Version    uint64             `json:"version"`
+	Type       string             `json:"type"`
+	Actor      domain.PrincipalID `json:"actor"`
+	OccurredAt time.Time          `json:"occurred_at"`
+	Data       json.RawMessage    `json:"data"`
+}
+
+// Filter selects inquiries. Zero fields do not filter. Limit is 1..MaxLimit (DefaultLimit when 0).
+type Filter struct {
+	Status   domain.Status
+	Owner    domain.PrincipalID
+	Priority domain.Priority
+	Limit    int
+	Cursor   string
+}
+
+// Page limits.
+const (
+	DefaultLimit = 50
+	MaxLimit     = 100
+)
+
+// Reader runs queries.
+type Reader struct {
+	DB *sqldb.DB
+}
+
+const columns = `id, receipt, version, status, priority, owner, team, source, category, subject, message,
+	requester_name, requester_email, created_at, updated_at, closed_at`
+
+func scanInquiry(row interface{ Scan(...any) error }, detail bool) (Inquiry, error) {
+	var q Inquiry
+	var msg, name, email string
+	var created, updated int64
+	var closed sql.NullInt64
+	if err := row.Scan(&q.ID, &q.Receipt, &q.Version, &q.Status, &q.Priority, &q.Owner, &q.Team, &q.Source, &q.Category,
+		&q.Subject, &msg, &name, &email, &created, &updated, &closed); err != nil {
+		return Inquiry{}, err
+	}
+	q.CreatedAt, q.UpdatedAt = time.Unix(0, created).UTC(), time.Unix(0, updated).UTC()
+	if closed.Valid {
+		t := time.Unix(0, closed.Int64).UTC()
+		q.ClosedAt = &t
+	}
+	if detail {
+		q.Message, q.Requester = msg, &domain.Requester{Name: name, Email: email}
+	}
+	return q, nil
+}
+
+// Get returns one inquiry with its personal fields; domain.ErrNotFound if the tenant has no such id.
+func (r *Reader) Get(ctx context.Context, tenant domain.TenantID, id domain.InquiryID) (Inquiry, error) {
+	row := r.DB.QueryRowContext(ctx, r.DB.Rebind(`SELECT `+columns+` FROM qm_inquiries WHERE tenant_id = ? AND id = ?`), tenant, id)
+	q, err := scanInquiry(row, true)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Inquiry{}, fmt.Errorf("inquiry: %w", domain.ErrNotFound)
+	}
+	return q, err
+}
+
+// List returns a page of inquiries, newest first, and the cursor of the next page ("" at the end).
+func (r *Reader) List(ctx context.Context, tenant domain.TenantID, f Filter) ([]Inquiry, string, error) {
+	if f.Limit == 0 {
+		f.Limit = DefaultLimit
+	}
+	if f.Limit < 1 || f.Limit > MaxLimit {
+		return nil, "", domain.Invalid("limit", "must be between 1 and %d", MaxLimit)
+	}
+	where := []string{"tenant_id = ?"}
+	args := []any{tenant}
+	if f.Status != "" {
+		where, args = append(where, "status = ?"), append(args, f.Status)
+	}
+	if f.Owner != "" {
+		where, args = append(where, "owner = ?"), append(args, f.Owner)
+	}
+	if f.Priority != "" {
+		where, args = append(where, "priority = ?"), append(args, f.Priority)
+	}
+	if f.Cursor != "" {
+		created, id, err := decodeCursor(f.Cursor)
+		if err != nil {
+			return nil, "", err
+		}
+		where = append(where, "(created_at < ? OR (created_at = ? AND id < ?))")
+		args = append(args, created, created, id)
+	}
+	args = append(args, f.Limit+1)
+	rows, err := r.DB.QueryContext(ctx, r.DB.Rebind(`SELECT `+columns+` FROM qm_inquiries WHERE `+strings.Join(where, " AND ")+
+		` ORDER BY created_at DESC, id DESC LIMIT ?`), args...)
+	if err != nil {
+		return nil, "", fmt.Errorf("list inquiries: %w", err)
+	}
+	defer rows.Close()
+	var out []Inquiry
+	for rows.Next() {
+		q, err := scanInquiry(rows, false)
+		if err != nil {
+			return nil, "", err
+		}
+		out = append(out, q)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, "", err
+	}
+	next := ""
+	if len(out) > f.Limit {
+		out = out[:f.Limit]
+		last := out[len(out)-1]
+		next = encodeCursor(last.CreatedAt.UnixNano(), string(last.ID))
+	}
+	return out, next, nil
+}
+
+// Timeline returns an inquiry's events in order; domain.ErrNotFound if the tenant has no such id.
+func (r *Reader) Timeline(ctx context.Context, tenant domain.TenantID, id domain.InquiryID) ([]TimelineEntry, error) {
+	rows, err := r.DB.QueryContext(ctx, r.DB.Rebind(`SELECT version, type, actor, occurred_at, data FROM qm_timeline
+		WHERE tenant_id = ? AND inquiry_id = ? ORDER BY version`), tenant, id)
+	if err != nil {
+		return nil, fmt.Errorf("timeline: %w", err)
+	}
+	defer rows.Close()
+	var out []TimelineEntry
+	for rows.Next() {
+		var e TimelineEntry
+		var at int64
+		var data string
+		if err := rows.Scan(&e.Version, &e.Type, &e.Actor, &at, &data); err != nil {
+			return nil, err
+		}
+		e.OccurredAt, e.Data = time.Unix(0, at).UTC(), json.RawMessage(data)
+		out = append(out, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("inquiry: %w", domain.ErrNotFound)
+	}
+	return out, nil
+}
+
+func encodeCursor(created int64, id string) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(created, 10) + "|" + id))
+}
+
+func decodeCursor(c string) (int64, string, error) {
+	b, err := base64.RawURLEncoding.DecodeString(c)
+	if err == nil {
+		if ts, id, ok := strings.Cut(string(b), "|"); ok {
+			if n, err := strconv.ParseInt(ts, 10, 64); err == nil && id != "" {
+				return n, id, nil
+			}
+		}
+	}
+	return 0, "", domain.Invalid("cursor", "is not a cursor this API returned")
+}
