@@ -49,7 +49,7 @@ type Result struct {
 }
 
 // maxRetries bounds reloads after a concurrency conflict for commands without a client version.
-const maxRetries = 8
+const maxRetries = 16
 
 // Intake is a new inquiry from a public form, a portal or an integration.
 type Intake struct {

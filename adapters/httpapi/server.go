@@ -56,7 +56,9 @@ type Server struct {
 }
 
 // Handler returns the routed API.
-func (s *Server) Handler() http.Handler {
+func (s *Server) Handler() http.Handler { return s.withRequestID(s.router()) }
+
+func (s *Server) router() *mux.Router {
 	r := mux.NewRouter()
 	r.NotFoundHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, &apiError{http.StatusNotFound, "not_found", "no such route"})
@@ -81,7 +83,7 @@ func (s *Server) Handler() http.Handler {
 	a.HandleFunc("/{id}/claim", s.claim).Methods(http.MethodPost)
 	a.HandleFunc("/{id}/assignment", s.assign).Methods(http.MethodPost)
 	a.HandleFunc("/{id}/notes", s.addNote).Methods(http.MethodPost)
-	return s.withRequestID(r)
+	return r
 }
 
 type ctxKey int
