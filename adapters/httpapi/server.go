@@ -50,6 +50,8 @@ type Server struct {
 	Reader     *queries.Reader
 	Tenancy    *tenancy.Store
 	QueryModel Projection
+	// Head returns the log's head, for reads that ask for consistent=true.
+	Head func(context.Context) (eventstore.Position, error)
 	// Ready reports whether required subscribers are caught up; nil means ready.
 	Ready  func() error
 	Logger *slog.Logger
@@ -60,6 +62,7 @@ func (s *Server) Handler() http.Handler { return s.withRequestID(s.router()) }
 
 func (s *Server) router() *mux.Router {
 	r := mux.NewRouter()
+	r.Use(recordRoute)
 	r.NotFoundHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, &apiError{http.StatusNotFound, "not_found", "no such route"})
 	})
@@ -91,7 +94,20 @@ type ctxKey int
 const (
 	keyRequestID ctxKey = iota
 	keyPrincipal
+	keyRoute
 )
+
+// recordRoute stores the matched route template for the request log line.
+func recordRoute(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if p, ok := r.Context().Value(keyRoute).(*string); ok {
+			if m := mux.CurrentRoute(r); m != nil {
+				*p, _ = m.GetPathTemplate()
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
 
 func requestID(ctx context.Context) string {
 	id, _ := ctx.Value(keyRequestID).(string)
@@ -108,13 +124,11 @@ func (s *Server) withRequestID(next http.Handler) http.Handler {
 		w.Header().Set("X-Request-Id", id)
 		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
 		start := time.Now()
-		next.ServeHTTP(rec, r.WithContext(context.WithValue(r.Context(), keyRequestID, id)))
 		route := "unmatched"
-		if m := mux.CurrentRoute(r); m != nil {
-			route, _ = m.GetPathTemplate()
-		}
-		s.logger().InfoContext(r.Context(), "http request", "request_id", id, "method", r.Method, "path", r.URL.Path,
-			"status", rec.status, "duration_ms", time.Since(start).Milliseconds(), "route", route)
+		ctx := context.WithValue(context.WithValue(r.Context(), keyRequestID, id), keyRoute, &route)
+		next.ServeHTTP(rec, r.WithContext(ctx))
+		s.logger().InfoContext(r.Context(), "http request", "request_id", id, "method", r.Method, "route", route,
+			"status", rec.status, "duration_ms", time.Since(start).Milliseconds())
 	})
 }
 
@@ -232,19 +246,30 @@ func (s *Server) publicIntake(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusAccepted, map[string]string{"receipt": res.Receipt, "status": "received"})
 }
 
-// waitConsistent honours a read-your-writes request (Casebook-Min-Position header or min_position
-// parameter) by waiting, boundedly, for the query model to reach that position.
+// waitConsistent honours a read-your-writes request by waiting, boundedly, for the query model to
+// reach a position: the one named by the Casebook-Min-Position header or min_position parameter, or
+// with consistent=true the log's head when the request arrived.
 func (s *Server) waitConsistent(r *http.Request) error {
 	raw := r.Header.Get("Casebook-Min-Position")
 	if v := r.URL.Query().Get("min_position"); v != "" {
 		raw = v
 	}
-	if raw == "" || s.QueryModel == nil {
+	var p eventstore.Position
+	var err error
+	switch {
+	case raw != "":
+		if p, err = eventstore.ParsePosition(raw); err != nil {
+			return domain.Invalid("min_position", "%v", err)
+		}
+	case r.URL.Query().Get("consistent") == "true" && s.Head != nil:
+		if p, err = s.Head(r.Context()); err != nil {
+			return err
+		}
+	default:
 		return nil
 	}
-	p, err := eventstore.ParsePosition(raw)
-	if err != nil {
-		return domain.Invalid("min_position", "%v", err)
+	if s.QueryModel == nil {
+		return nil
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), MaxConsistencyWait)
 	defer cancel()
@@ -261,12 +286,11 @@ func (s *Server) read(w http.ResponseWriter, r *http.Request) (domain.Principal,
 		return p, false
 	}
 	if err := s.waitConsistent(r); err != nil {
-		if errors.Is(err, domain.ErrValidation) {
-			s.writeError(w, r, err)
-		} else {
+		var ae *apiError
+		if errors.As(err, &ae) && ae.status == http.StatusServiceUnavailable {
 			w.Header().Set("Retry-After", "1")
-			s.writeError(w, r, err)
 		}
+		s.writeError(w, r, err)
 		return p, false
 	}
 	return p, true

@@ -132,7 +132,7 @@ func (a *App) Ready() error {
 func (a *App) Handler() http.Handler {
 	s := &httpapi.Server{
 		Commands: a.Commands, Reader: a.Reader, Tenancy: a.Tenancy, QueryModel: a.QueryModel(),
-		Ready: a.Ready, Logger: a.Config.Logger,
+		Head: a.Store.Head, Ready: a.Ready, Logger: a.Config.Logger,
 	}
 	return s.Handler()
 }
