@@ -26,9 +26,13 @@ test-race: ## alias of test: the suite always runs with -race
 test-short: ## tests without the race detector, for a quick loop
 	$(GO) test -count=1 $(PKGS)
 
-lint: ## go vet and golangci-lint
+GOLANGCI_VERSION := v2.15.0
+GOLANGCI := $(shell command -v golangci-lint 2>/dev/null || echo $(shell $(GO) env GOPATH)/bin/golangci-lint)
+
+lint: ## go vet and golangci-lint (installed on first use)
 	$(GO) vet $(PKGS)
-	golangci-lint run $(PKGS)
+	@test -x $(GOLANGCI) || $(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_VERSION)
+	$(GOLANGCI) run $(PKGS)
 
 bench: ## Go benchmarks (one pass each)
 	$(GO) test -run '^$$' -bench . -benchtime 1x $(PKGS)

@@ -2,18 +2,15 @@ package httpapi
 
 import "github.com/gorilla/mux"
 
-// WalkRoutes visits every route of the API with its methods.
+// WalkRoutes visits every endpoint of the API with its methods; subrouter prefixes have no methods
+// and are passed over.
 func WalkRoutes(fn func(path string, methods []string)) error {
 	return (&Server{}).router().Walk(func(r *mux.Route, _ *mux.Router, _ []*mux.Route) error {
-		path, err := r.GetPathTemplate()
-		if err != nil {
-			return nil
+		path, perr := r.GetPathTemplate()
+		methods, merr := r.GetMethods()
+		if perr == nil && merr == nil {
+			fn(path, methods)
 		}
-		methods, err := r.GetMethods()
-		if err != nil {
-			return nil // a subrouter prefix, not an endpoint
-		}
-		fn(path, methods)
 		return nil
 	})
 }

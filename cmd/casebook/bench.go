@@ -49,14 +49,19 @@ func bench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer a.Close()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", "127.0.0.1:0")
 	if err != nil {
 		return err
 	}
 	sctx, stop := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- a.Serve(sctx, ln) }()
-	defer func() { stop(); <-done }()
+	defer func() {
+		stop()
+		if err := <-done; err != nil {
+			fmt.Fprintln(stderr, "bench server:", err)
+		}
+	}()
 	base := "http://" + ln.Addr().String()
 	t, _, token, err := a.Tenancy.CreateTenant(ctx, fmt.Sprintf("bench-%d", time.Now().UnixNano()%1e9))
 	if err != nil {

@@ -22,15 +22,18 @@ import (
 	"github.com/casebook/casebook/internal/app"
 )
 
-func main() {
+func main() { os.Exit(mainCode()) }
+
+func mainCode() int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
 		if !errors.Is(err, flag.ErrHelp) {
 			fmt.Fprintln(os.Stderr, "casebook:", err)
 		}
-		os.Exit(2)
+		return 2
 	}
+	return 0
 }
 
 const usage = `usage: casebook <command> [flags]
@@ -111,7 +114,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 		return err
 	}
 	defer a.Close()
-	ln, err := net.Listen("tcp", *addr)
+	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", *addr)
 	if err != nil {
 		return err
 	}

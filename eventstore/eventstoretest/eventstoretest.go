@@ -379,7 +379,9 @@ func testSubscribe(t *testing.T, s eventstore.Store, _ Features) {
 		t.Fatalf("resume delivered %d events starting %s, want 3 starting %s", len(got2), got2[0].ID, all[3].ID)
 	}
 	cancel2()
-	<-done
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Errorf("resumed subscribe returned %v, want context.Canceled", err)
+	}
 }
 
 func testSubscribeHandlerError(t *testing.T, s eventstore.Store, _ Features) {

@@ -163,7 +163,9 @@ func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 		sctx, cancel := context.WithTimeout(context.Background(), a.Config.ShutdownTimeout)
 		err = srv.Shutdown(sctx)
 		cancel()
-		<-errc
+		if serr := <-errc; err == nil && !errors.Is(serr, http.ErrServerClosed) {
+			err = serr
+		}
 	}
 	stopSubs()
 	wg.Wait()

@@ -48,7 +48,7 @@ func setup(t *testing.T) *testBundle {
 	n := 0
 	var mu sync.Mutex
 	h := &commands.Handler{Store: store, Principals: principals{}, Secret: []byte("s"),
-		Now: func() time.Time { return time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC) },
+		Now:   func() time.Time { return time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC) },
 		NewID: func() string { mu.Lock(); defer mu.Unlock(); n++; return fmt.Sprint("c", n) }}
 	r := &projections.Runner{Store: store, DB: db, Projection: querymodel.New(db)}
 	if err := r.Setup(t.Context()); err != nil {
@@ -194,4 +194,3 @@ func TestQueriesAreTenantScoped(t *testing.T) {
 		t.Fatalf("detail = %+v, %v", q, err)
 	}
 }
-
