@@ -28,7 +28,9 @@ type testBundle struct {
 	otherOrg domain.Principal
 }
 
-func setup(t *testing.T) *testBundle {
+func setup(t *testing.T) *testBundle { return setupB(t) }
+
+func setupB(t testing.TB) *testBundle {
 	t.Helper()
 	ctx := t.Context()
 	db, err := sqldb.OpenSQLite(filepath.Join(t.TempDir(), "casebook.db"))
