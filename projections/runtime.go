@@ -5,7 +5,9 @@ package projections
 
 import (
 	"context"
+	"crypto/rand"
 	"database/sql"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -63,9 +65,12 @@ type Status struct {
 	Heartbeat time.Time           `json:"heartbeat,omitzero"`
 	Processed uint64              `json:"processed"`
 	Head      eventstore.Position `json:"head"`
+	// Owner reports whether this replica holds the projection's lease.
+	Owner bool `json:"owner"`
 }
 
-// Runner drives one projection.
+// Runner drives one projection. Several replicas may run a Runner for the same projection on one
+// database: a lease makes exactly one of them the owner at a time.
 type Runner struct {
 	Store      eventstore.Store
 	DB         *sqldb.DB
@@ -74,15 +79,26 @@ type Runner struct {
 	Now        func() time.Time
 	// RetryDelay is the pause before resubscribing after a failure.
 	RetryDelay time.Duration
+	// Owner identifies this replica in the lease (a random id when empty).
+	Owner string
+	// LeaseTTL is how long a dead owner keeps the lease (DefaultLeaseTTL when zero).
+	LeaseTTL time.Duration
 
 	mu       sync.Mutex
 	status   Status
+	lease    *lease
 	progress chan struct{} // closed and replaced whenever the checkpoint advances
 }
+
+// DefaultLeaseTTL is the takeover delay after an owner dies.
+const DefaultLeaseTTL = 15 * time.Second
 
 // Setup migrates the checkpoint table and the projection's tables.
 func (r *Runner) Setup(ctx context.Context) error {
 	if err := sqldb.Migrate(ctx, r.DB, "projections", migrations); err != nil {
+		return err
+	}
+	if err := sqldb.Migrate(ctx, r.DB, "projection_leases", leaseMigrations); err != nil {
 		return err
 	}
 	return r.Projection.Setup(ctx, r.DB)
@@ -104,16 +120,41 @@ func (r *Runner) init() {
 	if r.RetryDelay == 0 {
 		r.RetryDelay = time.Second
 	}
+	if r.lease == nil {
+		if r.Owner == "" {
+			r.Owner = newOwnerID()
+		}
+		if r.LeaseTTL == 0 {
+			r.LeaseTTL = DefaultLeaseTTL
+		}
+		r.lease = &lease{db: r.DB, name: r.Projection.Name(), owner: r.Owner, ttl: r.LeaseTTL, now: r.Now}
+	}
 }
 
-// Run processes events until ctx ends. Failures are recorded in Status and retried from the last
-// checkpoint after RetryDelay. It returns ctx's error.
+func newOwnerID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// Run processes events until ctx ends: it waits for the lease, then subscribes from the checkpoint.
+// Failures are recorded in Status and retried from the last checkpoint after RetryDelay; a lost lease
+// sends the runner back to waiting. It returns ctx's error.
 func (r *Runner) Run(ctx context.Context) error {
 	r.init()
+	defer r.lease.release(context.WithoutCancel(ctx))
 	for {
-		err := r.runOnce(ctx)
+		if err := r.awaitLease(ctx); err != nil {
+			return err
+		}
+		err := r.runOwned(ctx)
 		if ctx.Err() != nil {
 			return ctx.Err()
+		}
+		r.setOwner(false)
+		if errors.Is(err, ErrLeaseLost) {
+			r.Logger.Warn("projection lease lost to another replica", "projection", r.Projection.Name())
+			continue
 		}
 		r.mu.Lock()
 		r.status.LastError, r.status.LastErrAt = err.Error(), r.Now()
@@ -125,6 +166,77 @@ func (r *Runner) Run(ctx context.Context) error {
 		case <-time.After(r.RetryDelay):
 		}
 	}
+}
+
+// awaitLease returns once this replica owns the lease. While another replica owns it, the status
+// follows the owner's checkpoint.
+func (r *Runner) awaitLease(ctx context.Context) error {
+	tick := time.NewTicker(r.LeaseTTL / 3)
+	defer tick.Stop()
+	for {
+		ok, err := r.lease.acquire(ctx)
+		if err == nil && ok {
+			r.setOwner(true)
+			return nil
+		}
+		if err == nil {
+			err = r.follow(ctx)
+		}
+		if err != nil && ctx.Err() == nil {
+			r.Logger.Warn("projection lease check failed", "projection", r.Projection.Name(), "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick.C:
+		}
+	}
+}
+
+// follow refreshes the status of a non-owner from the shared checkpoint.
+func (r *Runner) follow(ctx context.Context) error {
+	p, err := Checkpoint(ctx, r.DB, r.Projection.Name())
+	if err != nil {
+		return err
+	}
+	r.advance(p, 0)
+	return r.markCaughtUp(ctx, p)
+}
+
+func (r *Runner) setOwner(v bool) {
+	r.mu.Lock()
+	r.status.Owner = v
+	r.mu.Unlock()
+}
+
+// runOwned runs the subscription while renewing the lease; it ends when either fails.
+func (r *Runner) runOwned(ctx context.Context) error {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(r.LeaseTTL / 3)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+				if ok, err := r.lease.acquire(ctx); err == nil && !ok {
+					cancel(ErrLeaseLost)
+					return
+				}
+			}
+		}
+	}()
+	err := r.runOnce(ctx)
+	cancel(nil)
+	<-done
+	if cause := context.Cause(ctx); errors.Is(cause, ErrLeaseLost) {
+		return ErrLeaseLost
+	}
+	return err
 }
 
 func (r *Runner) runOnce(ctx context.Context) error {
@@ -140,11 +252,17 @@ func (r *Runner) runOnce(ctx context.Context) error {
 	return r.Store.Subscribe(ctx, from, func(ctx context.Context, evs []eventstore.RecordedEvent) error {
 		last := evs[len(evs)-1].Position
 		err := sqldb.InTx(ctx, r.DB, func(tx *sql.Tx) error {
+			if err := r.lease.fence(ctx, tx); err != nil {
+				return err
+			}
 			if err := r.Projection.Apply(ctx, tx, evs); err != nil {
 				return err
 			}
 			return saveCheckpoint(ctx, r.DB, tx, name, last, r.Now())
 		})
+		if errors.Is(err, ErrLeaseLost) {
+			return err
+		}
 		if err != nil {
 			return fmt.Errorf("apply batch ending at %v: %w", last, err)
 		}
@@ -187,21 +305,35 @@ func (r *Runner) Status() Status {
 	return r.status
 }
 
-// WaitFor blocks until the projection's checkpoint is at or after p, or ctx ends.
+// FollowInterval is how often a replica that does not own a projection reads the owner's
+// checkpoint while a request waits for it.
+const FollowInterval = 50 * time.Millisecond
+
+// WaitFor blocks until the projection's checkpoint is at or after p, or ctx ends. On a replica that
+// does not own the projection it follows the shared checkpoint.
 func (r *Runner) WaitFor(ctx context.Context, p eventstore.Position) error {
 	r.init()
+	tick := time.NewTicker(FollowInterval)
+	defer tick.Stop()
 	for {
 		r.mu.Lock()
 		reached := !r.status.Position.Less(p)
-		ch := r.progress
+		ch, owner := r.progress, r.status.Owner
 		r.mu.Unlock()
 		if reached {
 			return nil
+		}
+		if !owner {
+			cp, err := Checkpoint(ctx, r.DB, r.Projection.Name())
+			if err == nil && !cp.Less(p) {
+				return nil
+			}
 		}
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-ch:
+		case <-tick.C:
 		}
 	}
 }

@@ -262,3 +262,14 @@ func TestKill9LosesNoAcknowledgedIntake(t *testing.T) {
 		}
 	}
 }
+
+// TestSecondServeRefused: the embedded store has one server; a second serve on the same data
+// directory exits at once with a clear error instead of competing for its subscribers.
+func TestSecondServeRefused(t *testing.T) {
+	dataDir := t.TempDir()
+	start(t, dataDir)
+	out, err := exec.Command(binary, "serve", "--addr", "127.0.0.1:0", "--data-dir", dataDir).CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "another casebook serve is running") {
+		t.Fatalf("second serve: err = %v, output:\n%s", err, out)
+	}
+}

@@ -45,6 +45,9 @@ type App struct {
 	Reader   *queries.Reader
 	Runners  []*projections.Runner
 
+	// owner is the subscriber lease identity: fixed in embedded mode, where the serve lock makes this
+	// process the only server; random per process otherwise.
+	owner   string
 	closers []func() error
 }
 
@@ -80,6 +83,7 @@ func (a *App) openStorage(ctx context.Context) error {
 		return err
 	}
 	a.DB = db
+	a.owner = "embedded"
 	a.closers = append(a.closers, db.Close)
 	store, err := sqlite.New(ctx, db, sqlite.Options{Now: a.Config.Now})
 	if err != nil {
@@ -103,7 +107,8 @@ func (a *App) wire(ctx context.Context) error {
 	a.Tenancy = ten
 	a.Commands = &commands.Handler{Store: a.Store, Principals: ten, Secret: secret, Now: a.Config.Now, NewID: tenancy.NewID}
 	a.Reader = &queries.Reader{DB: a.DB}
-	qm := &projections.Runner{Store: a.Store, DB: a.DB, Projection: querymodel.New(a.DB), Logger: a.Config.Logger, Now: a.Config.Now}
+	qm := &projections.Runner{Store: a.Store, DB: a.DB, Projection: querymodel.New(a.DB), Logger: a.Config.Logger, Now: a.Config.Now,
+		Owner: a.owner}
 	if err := qm.Setup(ctx); err != nil {
 		return err
 	}
@@ -138,8 +143,16 @@ func (a *App) Handler() http.Handler {
 }
 
 // Serve runs the subscribers and the HTTP API on ln until ctx ends, then shuts down gracefully:
-// in-flight requests finish (bounded by ShutdownTimeout), then subscribers stop.
+// in-flight requests finish (bounded by ShutdownTimeout), then subscribers stop. In embedded mode
+// only one Serve may run on a data directory; a second one fails at once.
 func (a *App) Serve(ctx context.Context, ln net.Listener) error {
+	if a.owner == "embedded" {
+		unlock, err := lockDataDir(a.Config.DataDir)
+		if err != nil {
+			return err
+		}
+		defer unlock()
+	}
 	subCtx, stopSubs := context.WithCancel(context.WithoutCancel(ctx))
 	var wg sync.WaitGroup
 	for _, r := range a.Runners {

@@ -1,0 +1,65 @@
+package projections
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"time"
+
+	"github.com/casebook/casebook/internal/sqldb"
+)
+
+// ErrLeaseLost is returned when another replica owns the subscriber's lease.
+var ErrLeaseLost = errors.New("projection lease lost")
+
+var leaseMigrations = []sqldb.Migration{{Version: 1, SQL: `
+CREATE TABLE IF NOT EXISTS projection_leases (
+	name       TEXT   PRIMARY KEY,
+	owner      TEXT   NOT NULL,
+	expires_at BIGINT NOT NULL
+)`}}
+
+// lease gives one replica at a time the right to run a subscriber. The owner renews it every TTL/3
+// and with every batch it commits; the batch's renewal is in the batch's transaction and fails if
+// another replica has taken over, so a paused former owner can never commit output (fencing). A
+// dead owner's lease expires after TTL. Expiry compares the replicas' clocks, so they must be
+// roughly in sync (well under TTL apart).
+type lease struct {
+	db    *sqldb.DB
+	name  string
+	owner string
+	ttl   time.Duration
+	now   func() time.Time
+}
+
+// acquire takes or renews the lease; it reports whether this replica holds it.
+func (l *lease) acquire(ctx context.Context) (bool, error) {
+	now := l.now()
+	res, err := l.db.ExecContext(ctx, l.db.Rebind(`INSERT INTO projection_leases (name, owner, expires_at) VALUES (?, ?, ?)
+		ON CONFLICT (name) DO UPDATE SET owner = excluded.owner, expires_at = excluded.expires_at
+		WHERE projection_leases.owner = excluded.owner OR projection_leases.expires_at < ?`),
+		l.name, l.owner, now.Add(l.ttl).UnixNano(), now.UnixNano())
+	if err != nil {
+		return false, err
+	}
+	n, err := res.RowsAffected()
+	return n == 1, err
+}
+
+// fence renews the lease inside tx, failing with ErrLeaseLost if this replica no longer holds it.
+func (l *lease) fence(ctx context.Context, tx *sql.Tx) error {
+	res, err := tx.ExecContext(ctx, l.db.Rebind(`UPDATE projection_leases SET expires_at = ? WHERE name = ? AND owner = ?`),
+		l.now().Add(l.ttl).UnixNano(), l.name, l.owner)
+	if err != nil {
+		return err
+	}
+	if n, err := res.RowsAffected(); err != nil || n != 1 {
+		return ErrLeaseLost
+	}
+	return nil
+}
+
+// release gives the lease up so another replica can take over at once.
+func (l *lease) release(ctx context.Context) {
+	_, _ = l.db.ExecContext(ctx, l.db.Rebind(`DELETE FROM projection_leases WHERE name = ? AND owner = ?`), l.name, l.owner)
+}
