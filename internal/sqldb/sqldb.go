@@ -13,7 +13,8 @@ import (
 	"strconv"
 	"strings"
 
-	_ "modernc.org/sqlite" // registers the pure-Go "sqlite" driver
+	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" driver
+	_ "modernc.org/sqlite"             // registers the pure-Go "sqlite" driver
 )
 
 // Dialect is the SQL flavour of a database handle.
@@ -160,4 +161,20 @@ func InTx(ctx context.Context, db *DB, fn func(*sql.Tx) error) error {
 		return err
 	}
 	return tx.Commit()
+}
+
+// OpenPostgres opens a pooled Postgres handle through pgx's database/sql driver. The URL is a pgx
+// connection string (postgres://user@host:5432/db?sslmode=…; search_path may be set as a parameter).
+func OpenPostgres(ctx context.Context, url string) (*DB, error) {
+	db, err := sql.Open("pgx", url)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: open: %w", err)
+	}
+	db.SetMaxOpenConns(32)
+	db.SetMaxIdleConns(16)
+	if err := db.PingContext(ctx); err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("postgres: connect: %w", err)
+	}
+	return &DB{DB: db, Dialect: Postgres}, nil
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/casebook/casebook/domain"
 	"github.com/casebook/casebook/eventstore"
 	"github.com/casebook/casebook/eventstore/sqlite"
+	"github.com/casebook/casebook/internal/dbtest"
 	"github.com/casebook/casebook/internal/sqldb"
 	"github.com/casebook/casebook/projections"
 	"github.com/casebook/casebook/projections/querymodel"
@@ -34,14 +35,15 @@ func (principals) Principal(_ context.Context, t domain.TenantID, id domain.Prin
 	return domain.Principal{ID: id, TenantID: t, Role: domain.RoleOperator}, nil
 }
 
-func setup(t *testing.T) *testBundle {
+// setup builds a query model on db, fed by an embedded event store (the query store is under test).
+func setup(t *testing.T, db *sqldb.DB) *testBundle {
 	t.Helper()
-	db, err := sqldb.OpenSQLite(filepath.Join(t.TempDir(), "casebook.db"))
+	edb, err := sqldb.OpenSQLite(filepath.Join(t.TempDir(), "events.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = db.Close() })
-	store, err := sqlite.New(t.Context(), db, sqlite.Options{})
+	t.Cleanup(func() { _ = edb.Close() })
+	store, err := sqlite.New(t.Context(), edb, sqlite.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +52,7 @@ func setup(t *testing.T) *testBundle {
 	h := &commands.Handler{Store: store, Principals: principals{}, Secret: []byte("s"),
 		Now:   func() time.Time { return time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC) },
 		NewID: func() string { mu.Lock(); defer mu.Unlock(); n++; return fmt.Sprint("c", n) }}
-	r := &projections.Runner{Store: store, DB: db, Projection: querymodel.New(db)}
+	r := &projections.Runner{Store: store, DB: db, Projection: querymodel.New(db), Owner: "test"}
 	if err := r.Setup(t.Context()); err != nil {
 		t.Fatal(err)
 	}
@@ -133,64 +135,70 @@ func (tb *testBundle) snapshot(t *testing.T) []string {
 // they were not one transaction) and replaying from zero changes no row.
 func TestReplayIsIdempotent(t *testing.T) {
 	t.Parallel()
-	tb := setup(t)
-	tb.workload(t, 0, 30)
-	tb.catchUp(t)
-	before := tb.snapshot(t)
-	if len(before) < 60 {
-		t.Fatalf("snapshot has %d rows; the workload did not project", len(before))
-	}
-	if _, err := tb.db.ExecContext(t.Context(), `DELETE FROM projection_checkpoints`); err != nil {
-		t.Fatal(err)
-	}
-	tb.runner = &projections.Runner{Store: tb.store, DB: tb.db, Projection: querymodel.New(tb.db)}
-	tb.catchUp(t)
-	if diff := cmp.Diff(before, tb.snapshot(t)); diff != "" {
-		t.Fatalf("replay changed the query model: %s", diff)
-	}
+	dbtest.Each(t, func(t *testing.T, db *sqldb.DB) {
+		tb := setup(t, db)
+		tb.workload(t, 0, 30)
+		tb.catchUp(t)
+		before := tb.snapshot(t)
+		if len(before) < 60 {
+			t.Fatalf("snapshot has %d rows; the workload did not project", len(before))
+		}
+		if _, err := tb.db.ExecContext(t.Context(), `DELETE FROM projection_checkpoints`); err != nil {
+			t.Fatal(err)
+		}
+		tb.runner = &projections.Runner{Store: tb.store, DB: tb.db, Projection: querymodel.New(tb.db), Owner: "test"}
+		tb.catchUp(t)
+		if diff := cmp.Diff(before, tb.snapshot(t)); diff != "" {
+			t.Fatalf("replay changed the query model: %s", diff)
+		}
+	})
 }
 
 // TestRebuildMatchesLive: a projection built from scratch over the whole log equals the one built
 // incrementally while the log grew.
 func TestRebuildMatchesLive(t *testing.T) {
 	t.Parallel()
-	tb := setup(t)
-	tb.workload(t, 0, 10)
-	tb.catchUp(t)
-	tb.workload(t, 10, 25)
-	tb.catchUp(t)
-	live := tb.snapshot(t)
-	for _, tbl := range []string{"qm_inquiries", "qm_timeline", "projection_checkpoints"} {
-		if _, err := tb.db.ExecContext(t.Context(), `DELETE FROM `+tbl); err != nil {
-			t.Fatal(err)
+	dbtest.Each(t, func(t *testing.T, db *sqldb.DB) {
+		tb := setup(t, db)
+		tb.workload(t, 0, 10)
+		tb.catchUp(t)
+		tb.workload(t, 10, 25)
+		tb.catchUp(t)
+		live := tb.snapshot(t)
+		for _, tbl := range []string{"qm_inquiries", "qm_timeline", "projection_checkpoints"} {
+			if _, err := tb.db.ExecContext(t.Context(), `DELETE FROM `+tbl); err != nil {
+				t.Fatal(err)
+			}
 		}
-	}
-	tb.runner = &projections.Runner{Store: tb.store, DB: tb.db, Projection: querymodel.New(tb.db)}
-	tb.catchUp(t)
-	if diff := cmp.Diff(live, tb.snapshot(t)); diff != "" {
-		t.Fatalf("rebuild differs from live: %s", diff)
-	}
+		tb.runner = &projections.Runner{Store: tb.store, DB: tb.db, Projection: querymodel.New(tb.db), Owner: "test"}
+		tb.catchUp(t)
+		if diff := cmp.Diff(live, tb.snapshot(t)); diff != "" {
+			t.Fatalf("rebuild differs from live: %s", diff)
+		}
+	})
 }
 
 // TestQueriesAreTenantScoped: t2 cannot read t1's inquiry through any query.
 func TestQueriesAreTenantScoped(t *testing.T) {
 	t.Parallel()
-	tb := setup(t)
-	tb.workload(t, 0, 4)
-	tb.catchUp(t)
-	items, _, err := tb.reader.List(t.Context(), "t1", queries.Filter{})
-	if err != nil || len(items) != 2 {
-		t.Fatalf("t1 lists %d (%v), want 2", len(items), err)
-	}
-	id := items[0].ID
-	if _, err := tb.reader.Get(t.Context(), "t2", id); err == nil {
-		t.Fatal("t2 read t1's inquiry")
-	}
-	if _, err := tb.reader.Timeline(t.Context(), "t2", id); err == nil {
-		t.Fatal("t2 read t1's timeline")
-	}
-	q, err := tb.reader.Get(t.Context(), "t1", id)
-	if err != nil || q.Requester == nil || q.Requester.Email != "a@b.co" {
-		t.Fatalf("detail = %+v, %v", q, err)
-	}
+	dbtest.Each(t, func(t *testing.T, db *sqldb.DB) {
+		tb := setup(t, db)
+		tb.workload(t, 0, 4)
+		tb.catchUp(t)
+		items, _, err := tb.reader.List(t.Context(), "t1", queries.Filter{})
+		if err != nil || len(items) != 2 {
+			t.Fatalf("t1 lists %d (%v), want 2", len(items), err)
+		}
+		id := items[0].ID
+		if _, err := tb.reader.Get(t.Context(), "t2", id); err == nil {
+			t.Fatal("t2 read t1's inquiry")
+		}
+		if _, err := tb.reader.Timeline(t.Context(), "t2", id); err == nil {
+			t.Fatal("t2 read t1's timeline")
+		}
+		q, err := tb.reader.Get(t.Context(), "t1", id)
+		if err != nil || q.Requester == nil || q.Requester.Email != "a@b.co" {
+			t.Fatalf("detail = %+v, %v", q, err)
+		}
+	})
 }

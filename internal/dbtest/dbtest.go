@@ -1,0 +1,52 @@
+// Package dbtest runs a test against every SQL backend Casebook supports for its query model,
+// checkpoints and tenancy: a fresh SQLite file, and a fresh Postgres schema when TEST_DATABASE_URL is
+// set (see pgtest). Backend differences are never skipped assertions.
+package dbtest
+
+import (
+	"path/filepath"
+	"testing"
+
+	"github.com/casebook/casebook/internal/pgtest"
+	"github.com/casebook/casebook/internal/sqldb"
+)
+
+// Backend opens a fresh, empty database for one test.
+type Backend struct {
+	Name string
+	Open func(t *testing.T) *sqldb.DB
+}
+
+// Backends lists the SQL backends.
+var Backends = []Backend{
+	{Name: "sqlite", Open: func(t *testing.T) *sqldb.DB {
+		t.Helper()
+		db, err := sqldb.OpenSQLite(filepath.Join(t.TempDir(), "casebook.db"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = db.Close() })
+		return db
+	}},
+	{Name: "postgres", Open: func(t *testing.T) *sqldb.DB {
+		t.Helper()
+		url := pgtest.URL(t)
+		db, err := sqldb.OpenPostgres(t.Context(), url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = db.Close() })
+		return db
+	}},
+}
+
+// Each runs fn as a parallel subtest on every backend.
+func Each(t *testing.T, fn func(t *testing.T, db *sqldb.DB)) {
+	t.Helper()
+	for _, b := range Backends {
+		t.Run(b.Name, func(t *testing.T) {
+			t.Parallel()
+			fn(t, b.Open(t))
+		})
+	}
+}
