@@ -512,8 +512,9 @@ func (s *Store) readStream(ctx context.Context, stream string, from uint64, limi
 		if limit > 0 {
 			page = min(page, limit-len(out))
 		}
+		at := from // the closure may outlive this iteration (see guard)
 		got, err := retry(ctx, s, "read "+stream, func(c *esdb.Client) ([]eventstore.RecordedEvent, error) {
-			rs, err := c.ReadStream(ctx, s.opts.Namespace+stream, esdb.ReadStreamOptions{From: esdb.Revision(from), Deadline: &s.opts.AttemptTimeout}, uint64(page))
+			rs, err := c.ReadStream(ctx, s.opts.Namespace+stream, esdb.ReadStreamOptions{From: esdb.Revision(at), Deadline: &s.opts.AttemptTimeout}, uint64(page))
 			if err != nil {
 				return nil, err
 			}
@@ -557,9 +558,10 @@ func (s *Store) ReadAll(ctx context.Context, from eventstore.Position, limit int
 			next eventstore.Position // last position read
 			raw  int                 // events read, skipped ones included
 		}
+		start := after // the closure may outlive this iteration (see guard)
 		r, err := retry(ctx, s, "read $all", func(c *esdb.Client) (result, error) {
-			res := result{next: after}
-			rs, err := c.ReadAll(ctx, esdb.ReadAllOptions{From: allFrom(after), Deadline: &s.opts.AttemptTimeout}, uint64(s.opts.PageSize))
+			res := result{next: start}
+			rs, err := c.ReadAll(ctx, esdb.ReadAllOptions{From: allFrom(start), Deadline: &s.opts.AttemptTimeout}, uint64(s.opts.PageSize))
 			if err != nil {
 				return res, err
 			}
@@ -607,11 +609,12 @@ func (s *Store) Head(ctx context.Context) (eventstore.Position, error) {
 			head, oldest *eventstore.Position
 			raw          int
 		}
+		b := before // the closure may outlive this iteration (see guard)
 		r, err := retry(ctx, s, "read $all backwards", func(c *esdb.Client) (result, error) {
 			var res result
 			var from esdb.AllPosition = esdb.End{}
-			if before != nil {
-				from = esdb.Position{Commit: before.Commit, Prepare: before.Prepare}
+			if b != nil {
+				from = esdb.Position{Commit: b.Commit, Prepare: b.Prepare}
 			}
 			rs, err := c.ReadAll(ctx, esdb.ReadAllOptions{From: from, Direction: esdb.Backwards, Deadline: &s.opts.AttemptTimeout}, uint64(s.opts.PageSize))
 			if err != nil {
@@ -620,7 +623,7 @@ func (s *Store) Head(ctx context.Context) (eventstore.Position, error) {
 			res.raw, _, err = drain(rs, func(ev *esdb.ResolvedEvent) {
 				r := ev.OriginalEvent()
 				p := eventstore.Position{Commit: r.Position.Commit, Prepare: r.Position.Prepare}
-				if before != nil && !p.Less(*before) {
+				if b != nil && !p.Less(*b) {
 					return
 				}
 				res.oldest = &p
