@@ -161,6 +161,14 @@ func TestReadPositions(t *testing.T) {
 	if ev := sub.Recv(); ev.CaughtUp == nil {
 		t.Errorf("after catching up: %+v, want CaughtUp", ev)
 	}
+	ssub, err := c.SubscribeToStream(t.Context(), "s", esdb.SubscribeToStreamOptions{From: esdb.Revision(0)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ssub.Close()
+	if ev := ssub.Recv(); ev.EventAppeared == nil || ev.EventAppeared.Event.EventNumber != 1 {
+		t.Errorf("stream subscription from revision 0 starts with %+v, want revision 1", ev)
+	}
 	rs, err := c.ReadStream(t.Context(), "missing", esdb.ReadStreamOptions{}, 10)
 	if err != nil {
 		t.Fatal(err)
