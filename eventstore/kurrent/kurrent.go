@@ -116,6 +116,7 @@ type Store struct {
 
 	mu     sync.Mutex
 	client *esdb.Client
+	stuck  map[*esdb.Client]bool // clients with an abandoned call: never closed (see errStuck)
 	closed bool
 	ops    sync.WaitGroup
 	done   context.Context
@@ -157,7 +158,7 @@ func newStore(client *esdb.Client, opts Options) *Store {
 	for i, p := range opts.StreamPrefixes {
 		prefixes[i] = opts.Namespace + p
 	}
-	return &Store{opts: opts, prefixes: prefixes, client: client, done: done, stop: stop}
+	return &Store{opts: opts, prefixes: prefixes, client: client, stuck: map[*esdb.Client]bool{}, done: done, stop: stop}
 }
 
 // ParseConnString parses an esdb:// or kurrentdb:// connection string. Errors do not echo the
@@ -287,11 +288,12 @@ func (s *Store) pause(ctx context.Context, n int) error {
 }
 
 // errStuck reports a client call abandoned because it outlived its deadline: the esdb client can
-// block for good handing an error to a connection manager that already gave up.
+// block for good handing an error to a connection manager that already gave up. Closing that
+// client would then panic the blocked call, so the store never closes it.
 var errStuck = errors.New("client call did not return after its deadline")
 
-// guard runs call and waits for it at most a grace period past the attempt deadline.
-func guard[T any](s *Store, call func() (T, error)) (T, error) {
+// guard runs call on client and waits for it at most a grace period past the attempt deadline.
+func guard[T any](s *Store, client *esdb.Client, call func() (T, error)) (T, error) {
 	type result struct {
 		v   T
 		err error
@@ -307,6 +309,9 @@ func guard[T any](s *Store, call func() (T, error)) (T, error) {
 	case r := <-done:
 		return r.v, r.err
 	case <-t.C:
+		s.mu.Lock()
+		s.stuck[client] = true
+		s.mu.Unlock()
 		var zero T
 		return zero, errStuck
 	}
@@ -317,7 +322,7 @@ func guard[T any](s *Store, call func() (T, error)) (T, error) {
 func retry[T any](ctx context.Context, s *Store, what string, call func(*esdb.Client) (T, error)) (T, error) {
 	for n := 1; ; n++ {
 		client := s.currentClient()
-		v, err := guard(s, func() (T, error) { return call(client) })
+		v, err := guard(s, client, func() (T, error) { return call(client) })
 		if err == nil {
 			return v, nil
 		}
@@ -732,7 +737,7 @@ func (s *Store) resubscribable(ctx context.Context, client *esdb.Client, err err
 // every event handled. It reports whether it delivered anything, and why it stopped.
 func (s *Store) follow(ctx context.Context, client *esdb.Client, last *eventstore.Position, fn func(context.Context, []eventstore.RecordedEvent) error) (delivered bool, err error) {
 	from := allFrom(*last)
-	sub, err := guard(s, func() (*esdb.Subscription, error) {
+	sub, err := guard(s, client, func() (*esdb.Subscription, error) {
 		return client.SubscribeToAll(ctx, esdb.SubscribeToAllOptions{
 			From:   from,
 			Filter: &esdb.SubscriptionFilter{Type: esdb.StreamFilterType, Prefixes: s.prefixes},
@@ -827,12 +832,13 @@ func (s *Store) Close() error {
 		return nil
 	}
 	s.closed = true
-	owned, client := s.cfg != nil, s.client
 	s.mu.Unlock()
 	s.stop()
 	s.ops.Wait()
-	if owned {
-		return client.Close()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cfg != nil && !s.stuck[s.client] {
+		return s.client.Close()
 	}
 	return nil
 }
