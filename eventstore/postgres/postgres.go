@@ -27,10 +27,11 @@
 // After an append commits, the Store sends pg_notify on a channel named after the schema of its
 // events table; requests made while a notification is in flight coalesce into the next one. The
 // notification is deliberately not sent inside the append transaction: Postgres serializes the
-// commits of all notifying transactions on one lock, which defeats group commit (measured here at
-// about a third of the append rate with 32 writers). Each Store keeps one connection, taken from the
-// pool, that LISTENs on the channel and wakes its subscriptions; they also poll every
-// Options.PollInterval, which covers a notification lost to a crash or a reconnect.
+// commits of all notifying transactions on one lock, which defeats group commit (in
+// BenchmarkAppendVsInsert with 32 writers, about 0.15 of the plain-insert rate instead of about
+// 0.6). Each Store keeps one connection, taken from the pool, that LISTENs on the channel and wakes
+// its subscriptions; they also poll every Options.PollInterval, which covers a notification lost to
+// a crash or a reconnect.
 package postgres
 
 import (
