@@ -16,7 +16,11 @@
 // event is returned, no event can later appear before it, and a reader can resume strictly after the
 // last position it saw. Events of one append share an xid and are ordered by seq.
 //
-// The horizon is cluster-wide: any long write transaction on the server, even in another database,
+// Positions hold transaction ids of one cluster. Physical replicas and pg_upgrade keep the counter, but
+// a logical copy (dump and restore, logical replication) starts a lower one: new events would sort
+// before the copied ones, so such a copy must advance its counter past max(xid) before appending.
+//
+// This xmin, the horizon, is cluster-wide: any long write transaction on the server, even in another database,
 // holds back the visible end of the log until it ends. Committed events behind the horizon are
 // "held". ReadAll and Head wait (up to Options.SettleTimeout) for the transactions in front of events
 // already committed when they are called, so an Append is visible to a ReadAll that starts after it
