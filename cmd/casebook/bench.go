@@ -44,7 +44,7 @@ func bench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if *n < 1 || *conc < 1 {
 		return fmt.Errorf("--intakes and --concurrency must be positive")
 	}
-	a, err := app.Open(ctx, app.Config{DataDir: sf.dataDir, Logger: slog.New(slog.DiscardHandler)})
+	a, err := app.Open(ctx, sf.config(slog.New(slog.DiscardHandler)))
 	if err != nil {
 		return err
 	}
@@ -128,7 +128,7 @@ func bench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return nil
 	}, len(steps))
 	return printJSON(stdout, map[string]any{
-		"storage": "sqlite (embedded)", "concurrency": *conc,
+		"storage": a.Mode(), "concurrency": *conc,
 		"intake":   intake,
 		"commands": cmds,
 	})

@@ -2,7 +2,9 @@
 //
 // Every subcommand takes the same storage flags as serve, with CASEBOOK_* environment defaults:
 //
-//	--data-dir  CASEBOOK_DATA_DIR  (default ./casebook-data)  embedded SQLite storage
+//	--data-dir        CASEBOOK_DATA_DIR        (default ./casebook-data)  embedded SQLite storage
+//	--database-url    CASEBOOK_DATABASE_URL    Postgres for everything (or the query side)
+//	--eventstore-url  CASEBOOK_EVENTSTORE_URL  KurrentDB/EventStoreDB for events
 package main
 
 import (
@@ -17,6 +19,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/casebook/casebook/domain"
 	"github.com/casebook/casebook/internal/app"
@@ -76,7 +79,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 
 // storageFlags are shared by every subcommand.
 type storageFlags struct {
-	dataDir string
+	dataDir       string
+	databaseURL   string
+	eventStoreURL string
+	leaseTTL      time.Duration
 }
 
 func envOr(name, def string) string {
@@ -91,6 +97,13 @@ func newFlags(name string, stderr io.Writer) (*flag.FlagSet, *storageFlags) {
 	fs.SetOutput(stderr)
 	sf := &storageFlags{}
 	fs.StringVar(&sf.dataDir, "data-dir", envOr("CASEBOOK_DATA_DIR", "./casebook-data"), "directory of the embedded SQLite storage (CASEBOOK_DATA_DIR)")
+	fs.StringVar(&sf.databaseURL, "database-url", envOr("CASEBOOK_DATABASE_URL", ""), "Postgres URL: events, query model, checkpoints and keys (CASEBOOK_DATABASE_URL)")
+	fs.StringVar(&sf.eventStoreURL, "eventstore-url", envOr("CASEBOOK_EVENTSTORE_URL", ""), "KurrentDB/EventStoreDB URL (esdb://…) for events; needs --database-url (CASEBOOK_EVENTSTORE_URL)")
+	ttl, err := time.ParseDuration(envOr("CASEBOOK_LEASE_TTL", "15s"))
+	if err != nil {
+		ttl = 15 * time.Second
+	}
+	fs.DurationVar(&sf.leaseTTL, "lease-ttl", ttl, "how long a dead replica keeps its subscribers, Postgres modes (CASEBOOK_LEASE_TTL)")
 	return fs, sf
 }
 
@@ -99,7 +112,11 @@ func logger(w io.Writer) *slog.Logger {
 }
 
 func (sf *storageFlags) open(ctx context.Context, log *slog.Logger) (*app.App, error) {
-	return app.Open(ctx, app.Config{DataDir: sf.dataDir, Logger: log})
+	return app.Open(ctx, sf.config(log))
+}
+
+func (sf *storageFlags) config(log *slog.Logger) app.Config {
+	return app.Config{DataDir: sf.dataDir, DatabaseURL: sf.databaseURL, EventStoreURL: sf.eventStoreURL, LeaseTTL: sf.leaseTTL, Logger: log}
 }
 
 func serve(ctx context.Context, args []string, stderr io.Writer) error {

@@ -16,6 +16,8 @@ import (
 	"github.com/casebook/casebook/adapters/httpapi"
 	"github.com/casebook/casebook/commands"
 	"github.com/casebook/casebook/eventstore"
+	"github.com/casebook/casebook/eventstore/kurrent"
+	"github.com/casebook/casebook/eventstore/postgres"
 	"github.com/casebook/casebook/eventstore/sqlite"
 	"github.com/casebook/casebook/internal/sqldb"
 	"github.com/casebook/casebook/projections"
@@ -25,12 +27,17 @@ import (
 )
 
 // Config selects storage and the listen address. The zero value (plus a DataDir) is the embedded
-// default: one SQLite file holds everything.
+// default: one SQLite file holds everything. DatabaseURL selects Postgres for everything; with
+// EventStoreURL too, events live in KurrentDB and the rest in Postgres.
 type Config struct {
-	Addr    string
-	DataDir string
-	Logger  *slog.Logger
-	Now     func() time.Time
+	Addr          string
+	DataDir       string
+	DatabaseURL   string
+	EventStoreURL string
+	// LeaseTTL is how long a dead replica keeps its subscribers (Postgres modes).
+	LeaseTTL time.Duration
+	Logger   *slog.Logger
+	Now      func() time.Time
 	// ShutdownTimeout bounds how long in-flight requests may finish on stop.
 	ShutdownTimeout time.Duration
 }
@@ -74,7 +81,24 @@ func Open(ctx context.Context, cfg Config) (*App, error) {
 	return a, nil
 }
 
+// Mode names the storage mode.
+func (a *App) Mode() string {
+	switch {
+	case a.Config.EventStoreURL != "":
+		return "kurrentdb"
+	case a.Config.DatabaseURL != "":
+		return "postgres"
+	}
+	return "embedded"
+}
+
 func (a *App) openStorage(ctx context.Context) error {
+	if a.Config.EventStoreURL != "" && a.Config.DatabaseURL == "" {
+		return errors.New("--eventstore-url needs --database-url: the query model, checkpoints and keys live in Postgres")
+	}
+	if a.Config.DatabaseURL != "" {
+		return a.openPostgres(ctx)
+	}
 	if a.Config.DataDir == "" {
 		return errors.New("no data directory configured")
 	}
@@ -94,6 +118,33 @@ func (a *App) openStorage(ctx context.Context) error {
 	return a.wire(ctx)
 }
 
+// openPostgres opens the Postgres modes. Every replica gets its own lease identity.
+func (a *App) openPostgres(ctx context.Context) error {
+	db, err := sqldb.OpenPostgres(ctx, a.Config.DatabaseURL)
+	if err != nil {
+		return err
+	}
+	a.DB = db
+	a.owner = ""
+	a.closers = append(a.closers, db.Close)
+	if a.Config.EventStoreURL != "" {
+		store, err := kurrent.Open(ctx, a.Config.EventStoreURL, kurrent.Options{Logger: a.Config.Logger})
+		if err != nil {
+			return err
+		}
+		a.Store = store
+		a.closers = append(a.closers, store.Close)
+	} else {
+		store, err := postgres.Open(ctx, a.Config.DatabaseURL, postgres.Options{Now: a.Config.Now})
+		if err != nil {
+			return err
+		}
+		a.Store = store
+		a.closers = append(a.closers, store.Close)
+	}
+	return a.wire(ctx)
+}
+
 // wire builds everything above storage.
 func (a *App) wire(ctx context.Context) error {
 	ten, err := tenancy.New(ctx, a.DB, a.Config.Now)
@@ -108,7 +159,7 @@ func (a *App) wire(ctx context.Context) error {
 	a.Commands = &commands.Handler{Store: a.Store, Principals: ten, Secret: secret, Now: a.Config.Now, NewID: tenancy.NewID}
 	a.Reader = &queries.Reader{DB: a.DB}
 	qm := &projections.Runner{Store: a.Store, DB: a.DB, Projection: querymodel.New(a.DB), Logger: a.Config.Logger, Now: a.Config.Now,
-		Owner: a.owner}
+		Owner: a.owner, LeaseTTL: a.Config.LeaseTTL}
 	if err := qm.Setup(ctx); err != nil {
 		return err
 	}
@@ -168,7 +219,7 @@ func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
-	a.Config.Logger.Info("casebook serving", "addr", ln.Addr().String(), "data_dir", a.Config.DataDir)
+	a.Config.Logger.Info("casebook serving", "addr", ln.Addr().String(), "storage", a.Mode())
 	var err error
 	select {
 	case err = <-errc:
