@@ -42,10 +42,16 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// cli runs a one-shot subcommand and decodes its JSON output.
+// cli runs a one-shot subcommand on the embedded storage and decodes its JSON output.
 func cli(t *testing.T, dataDir string, out any, args ...string) {
 	t.Helper()
-	cmd := exec.Command(binary, append(args, "--data-dir", dataDir)...)
+	cliWith(t, out, append(args, "--data-dir", dataDir)...)
+}
+
+// cliWith runs a one-shot subcommand and decodes its JSON output.
+func cliWith(t *testing.T, out any, args ...string) {
+	t.Helper()
+	cmd := exec.Command(binary, args...)
 	cmd.Env = append(os.Environ(), "CASEBOOK_DATA_DIR=")
 	b, err := cmd.Output()
 	if err != nil {
@@ -70,7 +76,13 @@ type server struct {
 // start runs casebook serve on a free loopback port and returns once it listens.
 func start(t *testing.T, dataDir string) *server {
 	t.Helper()
-	cmd := exec.Command(binary, "serve", "--addr", "127.0.0.1:0", "--data-dir", dataDir)
+	return startWith(t, "--data-dir", dataDir)
+}
+
+// startWith runs casebook serve with storage flags.
+func startWith(t *testing.T, storage ...string) *server {
+	t.Helper()
+	cmd := exec.Command(binary, append([]string{"serve", "--addr", "127.0.0.1:0"}, storage...)...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
