@@ -164,6 +164,12 @@ type Store interface {
 	Close() error
 }
 
+// Counter is implemented by stores that can count the events after a position cheaply; subscribers
+// use it to report their lag in events.
+type Counter interface {
+	CountAfter(ctx context.Context, from Position) (uint64, error)
+}
+
 // AppendError describes a refused append. It unwraps to its cause (ErrConcurrency for a failed
 // condition).
 type AppendError struct {

@@ -12,18 +12,10 @@ import (
 // ErrLeaseLost is returned when another replica owns the subscriber's lease.
 var ErrLeaseLost = errors.New("projection lease lost")
 
-var leaseMigrations = []sqldb.Migration{{Version: 1, SQL: `
-CREATE TABLE IF NOT EXISTS projection_leases (
-	name       TEXT   PRIMARY KEY,
-	owner      TEXT   NOT NULL,
-	expires_at BIGINT NOT NULL
-)`}}
-
-// lease gives one replica at a time the right to run a subscriber. The owner renews it every TTL/3
-// and with every batch it commits; the batch's renewal is in the batch's transaction and fails if
-// another replica has taken over, so a paused former owner can never commit output (fencing). A
-// dead owner's lease expires after TTL. Expiry compares the replicas' clocks, so they must be
-// roughly in sync (well under TTL apart).
+// lease gives one replica at a time the right to run a generation of a subscriber. The owner renews
+// it every TTL/3 and inside every batch it commits; the batch's renewal fails if another replica
+// has taken over, so a paused former owner can never commit output (fencing). A dead owner's lease
+// expires after TTL. Expiry compares the replicas' clocks, so they must be in sync well within TTL.
 type lease struct {
 	db    *sqldb.DB
 	name  string

@@ -2,7 +2,6 @@ package projections
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"path/filepath"
 	"testing"
@@ -17,14 +16,16 @@ import (
 // countProjection counts events into a table.
 type countProjection struct{}
 
-func (countProjection) Name() string { return "count" }
-func (countProjection) Setup(ctx context.Context, db *sqldb.DB) error {
-	_, err := db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS counted (id TEXT PRIMARY KEY)`)
+func (countProjection) Name() string     { return "count" }
+func (countProjection) Version() int     { return 1 }
+func (countProjection) Tables() []string { return []string{"counted"} }
+func (countProjection) Setup(ctx context.Context, db *sqldb.DB, g Generation) error {
+	_, err := db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS `+g.Table("counted")+` (id TEXT PRIMARY KEY)`)
 	return err
 }
-func (countProjection) Apply(ctx context.Context, tx *sql.Tx, evs []eventstore.RecordedEvent) error {
-	for _, e := range evs {
-		if _, err := tx.ExecContext(ctx, `INSERT INTO counted (id) VALUES (?) ON CONFLICT DO NOTHING`, e.ID); err != nil {
+func (countProjection) Apply(ctx context.Context, b *Batch) error {
+	for _, e := range b.Events {
+		if err := b.Exec(ctx, `INSERT INTO `+b.Gen.Table("counted")+` (id) VALUES (?) ON CONFLICT DO NOTHING`, e.ID); err != nil {
 			return err
 		}
 	}
@@ -108,7 +109,8 @@ func TestLeaseFencesFormerOwner(t *testing.T) {
 		t.Fatal(err)
 	}
 	a.init()
-	if ok, err := a.lease.acquire(t.Context()); !ok || err != nil {
+	l := &lease{db: db, name: checkpointName(a.Projection, 1), owner: "a", ttl: time.Minute, now: time.Now}
+	if ok, err := l.acquire(t.Context()); !ok || err != nil {
 		t.Fatalf("acquire: %v %v", ok, err)
 	}
 	// Another replica takes over (as after a's lease expired while it was paused).
@@ -118,15 +120,15 @@ func TestLeaseFencesFormerOwner(t *testing.T) {
 	if _, err := s.Append(t.Context(), "s-1", eventstore.NoStream(), eventstoretest.Events("x", 1)); err != nil {
 		t.Fatal(err)
 	}
-	err := a.runOnce(t.Context())
+	err := a.subscribe(t.Context(), l, 1)
 	if !errors.Is(err, ErrLeaseLost) {
-		t.Fatalf("runOnce = %v, want ErrLeaseLost", err)
+		t.Fatalf("subscribe = %v, want ErrLeaseLost", err)
 	}
 	var n int
 	if err := db.QueryRowContext(t.Context(), `SELECT count(*) FROM counted`).Scan(&n); err != nil || n != 0 {
 		t.Fatalf("fenced owner wrote %d rows (%v)", n, err)
 	}
-	if cp, _ := Checkpoint(t.Context(), db, "count"); cp != eventstore.Start {
+	if cp, _ := Checkpoint(t.Context(), db, checkpointName(a.Projection, 1)); cp != eventstore.Start {
 		t.Fatalf("fenced owner moved the checkpoint to %v", cp)
 	}
 }

@@ -1,6 +1,12 @@
-// Package projections runs subscribers: each reads the global log from its own checkpoint and
+// Package projections runs subscribers. Each reads the global log from its own checkpoint and
 // writes its output and the checkpoint in one SQL transaction, so a crash replays at most the
-// uncommitted batch. Handlers must be idempotent.
+// uncommitted batch; handlers are idempotent.
+//
+// A projection's tables live in generations (qm_inquiries_g3) behind views with the base names
+// (qm_inquiries), so a rebuild fills a new generation while the live one keeps serving, then swaps
+// the views in one transaction. Events are ordered per stream: a handler error parks its stream
+// (later events of that stream wait behind it) while other streams keep flowing. Several replicas
+// may run the same projection: a fenced lease gives each generation one owner at a time.
 package projections
 
 import (
@@ -18,59 +24,91 @@ import (
 	"github.com/casebook/casebook/internal/sqldb"
 )
 
-// Projection is a subscriber's handler. Apply must be idempotent: the runtime may deliver an event
-// again after a crash between the output write and the commit.
+// Generation numbers a projection's set of tables.
+type Generation int
+
+// Table returns the generation's name for a base table.
+func (g Generation) Table(base string) string { return fmt.Sprintf("%s_g%d", base, int(g)) }
+
+// Projection is a subscriber's handler.
 type Projection interface {
-	// Name identifies the projection and its checkpoint.
+	// Name identifies the projection.
 	Name() string
-	// Setup creates the projection's tables.
-	Setup(ctx context.Context, db *sqldb.DB) error
-	// Apply writes the effect of events inside tx.
-	Apply(ctx context.Context, tx *sql.Tx, events []eventstore.RecordedEvent) error
+	// Version changes whenever the handler's output or its tables change; a stored generation of
+	// another version must be rebuilt before it serves.
+	Version() int
+	// Tables lists the base names of the tables the runtime exposes as views.
+	Tables() []string
+	// Setup creates the generation's tables (gen.Table(base) for each base); it must be idempotent.
+	Setup(ctx context.Context, db *sqldb.DB, gen Generation) error
+	// Apply writes the effect of b.Events inside b.Tx. It must be idempotent: an event may be
+	// delivered again after a crash. An error fails the batch; the runtime then applies the
+	// events one by one to find and park the failing stream.
+	Apply(ctx context.Context, b *Batch) error
 }
 
-var migrations = []sqldb.Migration{{Version: 1, SQL: `
-CREATE TABLE IF NOT EXISTS projection_checkpoints (
-	name        TEXT   PRIMARY KEY,
-	commit_pos  BIGINT NOT NULL,
-	prepare_pos BIGINT NOT NULL,
-	updated_at  BIGINT NOT NULL
-)`}}
-
-// Checkpoint reads a projection's committed position (Start when it has none).
-func Checkpoint(ctx context.Context, db *sqldb.DB, name string) (eventstore.Position, error) {
-	var p eventstore.Position
-	err := db.QueryRowContext(ctx, db.Rebind(`SELECT commit_pos, prepare_pos FROM projection_checkpoints WHERE name = ?`), name).
-		Scan(&p.Commit, &p.Prepare)
-	if errors.Is(err, sql.ErrNoRows) {
-		return eventstore.Start, nil
-	}
-	return p, err
+// Batch is one transaction's worth of events.
+type Batch struct {
+	Tx     *sql.Tx
+	DB     *sqldb.DB
+	Gen    Generation
+	Events []eventstore.RecordedEvent
+	// Replaying is set while a generation is rebuilt from the log and is not yet active.
+	Replaying bool
+	// Now is when the batch is applied.
+	Now     time.Time
+	effects *effectSink
 }
 
-func saveCheckpoint(ctx context.Context, db *sqldb.DB, tx *sql.Tx, name string, p eventstore.Position, now time.Time) error {
-	_, err := tx.ExecContext(ctx, db.Rebind(`INSERT INTO projection_checkpoints (name, commit_pos, prepare_pos, updated_at)
-		VALUES (?, ?, ?, ?) ON CONFLICT (name) DO UPDATE SET commit_pos = excluded.commit_pos,
-		prepare_pos = excluded.prepare_pos, updated_at = excluded.updated_at`), name, p.Commit, p.Prepare, now.UnixNano())
+// Exec runs a statement written with ? placeholders in the batch's transaction.
+func (b *Batch) Exec(ctx context.Context, query string, args ...any) error {
+	_, err := b.Tx.ExecContext(ctx, b.DB.Rebind(query), args...)
 	return err
 }
 
-// Status is a subscriber's health.
-type Status struct {
-	Name      string              `json:"name"`
-	Position  eventstore.Position `json:"position"`
-	CaughtUp  bool                `json:"caught_up"`
-	LastError string              `json:"last_error,omitempty"`
-	LastErrAt time.Time           `json:"last_error_at,omitzero"`
-	Heartbeat time.Time           `json:"heartbeat,omitzero"`
-	Processed uint64              `json:"processed"`
-	Head      eventstore.Position `json:"head"`
-	// Owner reports whether this replica holds the projection's lease.
-	Owner bool `json:"owner"`
+func (b *Batch) with(evs []eventstore.RecordedEvent) *Batch {
+	c := *b
+	c.Events = evs
+	return &c
 }
 
-// Runner drives one projection. Several replicas may run a Runner for the same projection on one
-// database: a lease makes exactly one of them the owner at a time.
+// State is what a runner is doing.
+type State string
+
+// Runner states.
+const (
+	StateStarting        State = "starting"
+	StateRunning         State = "running"   // owns the lease and applies events
+	StateFollowing       State = "following" // another replica owns the lease
+	StateRebuildRequired State = "rebuild_required"
+	StateStopped         State = "stopped"
+)
+
+// Status is a subscriber's health.
+type Status struct {
+	Name        string              `json:"name"`
+	Generation  Generation          `json:"generation"`
+	Version     int                 `json:"version"`
+	CodeVersion int                 `json:"code_version"`
+	State       State               `json:"state"`
+	Owner       bool                `json:"owner"`
+	Position    eventstore.Position `json:"position"`
+	Head        eventstore.Position `json:"head"`
+	CaughtUp    bool                `json:"caught_up"`
+	// EverCaughtUp turns true once the runner reached the head after starting.
+	EverCaughtUp bool `json:"ever_caught_up"`
+	// LagEvents is the number of events after the checkpoint; -1 when the store cannot count.
+	LagEvents int64 `json:"lag_events"`
+	// LagSeconds is the age of the oldest event not yet applied.
+	LagSeconds float64   `json:"lag_seconds"`
+	Parked     int       `json:"parked"`
+	Processed  uint64    `json:"processed"`
+	LastError  string    `json:"last_error,omitempty"`
+	LastErrAt  time.Time `json:"last_error_at,omitzero"`
+	Heartbeat  time.Time `json:"heartbeat,omitzero"`
+}
+
+// Runner drives one projection: the active generation (Build == 0) or a generation being built.
 type Runner struct {
 	Store      eventstore.Store
 	DB         *sqldb.DB
@@ -79,38 +117,49 @@ type Runner struct {
 	Now        func() time.Time
 	// RetryDelay is the pause before resubscribing after a failure.
 	RetryDelay time.Duration
-	// Owner identifies this replica in the lease (a random id when empty).
+	// Owner identifies this replica in leases (a random id when empty).
 	Owner string
 	// LeaseTTL is how long a dead owner keeps the lease (DefaultLeaseTTL when zero).
 	LeaseTTL time.Duration
+	// Build, when set, runs that generation (a rebuild) instead of following the active one.
+	Build Generation
+	// DryRun records effects instead of emitting them (rebuild dry runs).
+	DryRun bool
 
 	mu       sync.Mutex
 	status   Status
+	inited   bool
+	gen      Generation
 	lease    *lease
+	effects  *effectSink
 	progress chan struct{} // closed and replaced whenever the checkpoint advances
 }
 
 // DefaultLeaseTTL is the takeover delay after an owner dies.
 const DefaultLeaseTTL = 15 * time.Second
 
-// Setup migrates the checkpoint table and the projection's tables.
+// errGenerationChanged restarts a live runner on the newly active generation.
+var errGenerationChanged = errors.New("active generation changed")
+
+// Setup migrates the runtime's tables and makes sure the projection has an active generation.
 func (r *Runner) Setup(ctx context.Context) error {
-	if err := sqldb.Migrate(ctx, r.DB, "projections", migrations); err != nil {
+	r.init()
+	if err := Migrate(ctx, r.DB); err != nil {
 		return err
 	}
-	if err := sqldb.Migrate(ctx, r.DB, "projection_leases", leaseMigrations); err != nil {
-		return err
-	}
-	return r.Projection.Setup(ctx, r.DB)
+	_, err := ensureActive(ctx, r.DB, r.Projection, r.Now())
+	return err
 }
 
 func (r *Runner) init() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.progress == nil {
-		r.progress = make(chan struct{})
-		r.status.Name = r.Projection.Name()
+	if r.inited {
+		return
 	}
+	r.inited = true
+	r.progress = make(chan struct{})
+	r.status = Status{Name: r.Projection.Name(), CodeVersion: r.Projection.Version(), State: StateStarting, LagEvents: -1}
 	if r.Now == nil {
 		r.Now = time.Now
 	}
@@ -120,15 +169,13 @@ func (r *Runner) init() {
 	if r.RetryDelay == 0 {
 		r.RetryDelay = time.Second
 	}
-	if r.lease == nil {
-		if r.Owner == "" {
-			r.Owner = newOwnerID()
-		}
-		if r.LeaseTTL == 0 {
-			r.LeaseTTL = DefaultLeaseTTL
-		}
-		r.lease = &lease{db: r.DB, name: r.Projection.Name(), owner: r.Owner, ttl: r.LeaseTTL, now: r.Now}
+	if r.Owner == "" {
+		r.Owner = newOwnerID()
 	}
+	if r.LeaseTTL == 0 {
+		r.LeaseTTL = DefaultLeaseTTL
+	}
+	r.effects = &effectSink{dryRun: r.DryRun}
 }
 
 func newOwnerID() string {
@@ -137,22 +184,33 @@ func newOwnerID() string {
 	return hex.EncodeToString(b[:])
 }
 
-// Run processes events until ctx ends: it waits for the lease, then subscribes from the checkpoint.
-// Failures are recorded in Status and retried from the last checkpoint after RetryDelay; a lost lease
-// sends the runner back to waiting. It returns ctx's error.
+// GenerationName names a generation's checkpoint, lease, parked set and schema migrations.
+func GenerationName(projection string, g Generation) string {
+	return fmt.Sprintf("%s@g%d", projection, int(g))
+}
+
+func checkpointName(p Projection, g Generation) string { return GenerationName(p.Name(), g) }
+
+// Run processes events until ctx ends. A live runner first resolves the active generation (and
+// waits while it needs a rebuild), then takes the generation's lease and subscribes from its
+// checkpoint. Failures are recorded in Status and retried after RetryDelay. It returns ctx's error.
 func (r *Runner) Run(ctx context.Context) error {
 	r.init()
-	defer r.lease.release(context.WithoutCancel(ctx))
+	defer r.setState(StateStopped)
 	for {
-		if err := r.awaitLease(ctx); err != nil {
-			return err
+		gen, err := r.resolveGeneration(ctx)
+		if err == nil {
+			err = r.runGeneration(ctx, gen)
 		}
-		err := r.runOwned(ctx)
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
 		r.setOwner(false)
-		if errors.Is(err, ErrLeaseLost) {
+		switch {
+		case errors.Is(err, errGenerationChanged):
+			r.Logger.Info("projection switched generation", "projection", r.Projection.Name())
+			continue
+		case errors.Is(err, ErrLeaseLost):
 			r.Logger.Warn("projection lease lost to another replica", "projection", r.Projection.Name())
 			continue
 		}
@@ -160,47 +218,116 @@ func (r *Runner) Run(ctx context.Context) error {
 		r.status.LastError, r.status.LastErrAt = err.Error(), r.Now()
 		r.mu.Unlock()
 		r.Logger.Error("projection failed; resubscribing from checkpoint", "projection", r.Projection.Name(), "err", err)
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(r.RetryDelay):
+		if err := sleep(ctx, r.RetryDelay); err != nil {
+			return err
 		}
 	}
 }
 
-// awaitLease returns once this replica owns the lease. While another replica owns it, the status
-// follows the owner's checkpoint.
-func (r *Runner) awaitLease(ctx context.Context) error {
-	tick := time.NewTicker(r.LeaseTTL / 3)
-	defer tick.Stop()
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// resolveGeneration returns the generation to run. A live runner waits while the active generation
+// was built by another version of the projection.
+func (r *Runner) resolveGeneration(ctx context.Context) (Generation, error) {
+	if r.Build != 0 {
+		return r.Build, nil
+	}
 	for {
-		ok, err := r.lease.acquire(ctx)
+		st, err := ensureActive(ctx, r.DB, r.Projection, r.Now())
+		if err != nil {
+			return 0, err
+		}
+		r.mu.Lock()
+		r.status.Generation, r.status.Version = st.ActiveGen, st.ActiveVersion
+		r.mu.Unlock()
+		if st.ActiveVersion == r.Projection.Version() {
+			return st.ActiveGen, nil
+		}
+		r.setState(StateRebuildRequired)
+		if err := sleep(ctx, r.LeaseTTL/3); err != nil {
+			return 0, err
+		}
+	}
+}
+
+// runGeneration owns gen's lease and applies events until ctx ends or something fails.
+func (r *Runner) runGeneration(ctx context.Context, gen Generation) error {
+	name := checkpointName(r.Projection, gen)
+	r.mu.Lock()
+	if r.gen != gen {
+		r.gen = gen
+		r.status.EverCaughtUp = false
+		r.lease = &lease{db: r.DB, name: name, owner: r.Owner, ttl: r.LeaseTTL, now: r.Now}
+	}
+	l := r.lease
+	r.mu.Unlock()
+	defer l.release(context.WithoutCancel(ctx))
+	if err := r.awaitLease(ctx, l, gen); err != nil {
+		return err
+	}
+	r.setState(StateRunning)
+	return r.runOwned(ctx, l, gen)
+}
+
+// awaitLease returns once this replica owns l. Meanwhile the status follows the owner's checkpoint.
+func (r *Runner) awaitLease(ctx context.Context, l *lease, gen Generation) error {
+	for {
+		ok, err := l.acquire(ctx)
 		if err == nil && ok {
 			r.setOwner(true)
 			return nil
 		}
+		r.setState(StateFollowing)
 		if err == nil {
-			err = r.follow(ctx)
+			err = r.follow(ctx, gen)
+		}
+		if errors.Is(err, errGenerationChanged) {
+			return err
 		}
 		if err != nil && ctx.Err() == nil {
 			r.Logger.Warn("projection lease check failed", "projection", r.Projection.Name(), "err", err)
 		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-tick.C:
+		if err := sleep(ctx, r.LeaseTTL/3); err != nil {
+			return err
 		}
 	}
 }
 
-// follow refreshes the status of a non-owner from the shared checkpoint.
-func (r *Runner) follow(ctx context.Context) error {
-	p, err := Checkpoint(ctx, r.DB, r.Projection.Name())
+// follow refreshes a non-owner's status from the shared checkpoint.
+func (r *Runner) follow(ctx context.Context, gen Generation) error {
+	if err := r.checkGeneration(ctx, gen); err != nil {
+		return err
+	}
+	p, err := Checkpoint(ctx, r.DB, checkpointName(r.Projection, gen))
 	if err != nil {
 		return err
 	}
-	r.advance(p, 0)
-	return r.markCaughtUp(ctx, p)
+	return r.update(ctx, p, 0)
+}
+
+// checkGeneration fails with errGenerationChanged when a live runner's generation is no longer
+// the active one.
+func (r *Runner) checkGeneration(ctx context.Context, gen Generation) error {
+	if r.Build != 0 {
+		return nil
+	}
+	st, err := readState(ctx, r.DB, r.DB.DB, r.Projection.Name(), false)
+	if err != nil {
+		return err
+	}
+	if st.ActiveGen != gen {
+		return errGenerationChanged
+	}
+	return nil
 }
 
 func (r *Runner) setOwner(v bool) {
@@ -209,8 +336,14 @@ func (r *Runner) setOwner(v bool) {
 	r.mu.Unlock()
 }
 
-// runOwned runs the subscription while renewing the lease; it ends when either fails.
-func (r *Runner) runOwned(ctx context.Context) error {
+func (r *Runner) setState(s State) {
+	r.mu.Lock()
+	r.status.State = s
+	r.mu.Unlock()
+}
+
+// runOwned runs the subscription while renewing the lease and watching the active generation.
+func (r *Runner) runOwned(ctx context.Context, l *lease, gen Generation) error {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	done := make(chan struct{})
@@ -223,78 +356,116 @@ func (r *Runner) runOwned(ctx context.Context) error {
 			case <-ctx.Done():
 				return
 			case <-tick.C:
-				if ok, err := r.lease.acquire(ctx); err == nil && !ok {
+				if ok, err := l.acquire(ctx); err == nil && !ok {
 					cancel(ErrLeaseLost)
+					return
+				}
+				if err := r.checkGeneration(ctx, gen); errors.Is(err, errGenerationChanged) {
+					cancel(err)
 					return
 				}
 			}
 		}
 	}()
-	err := r.runOnce(ctx)
+	err := r.subscribe(ctx, l, gen)
 	cancel(nil)
 	<-done
-	if cause := context.Cause(ctx); errors.Is(cause, ErrLeaseLost) {
-		return ErrLeaseLost
+	if cause := context.Cause(ctx); errors.Is(cause, ErrLeaseLost) || errors.Is(cause, errGenerationChanged) {
+		return cause
 	}
 	return err
 }
 
-func (r *Runner) runOnce(ctx context.Context) error {
-	name := r.Projection.Name()
+func (r *Runner) subscribe(ctx context.Context, l *lease, gen Generation) error {
+	name := checkpointName(r.Projection, gen)
 	from, err := Checkpoint(ctx, r.DB, name)
 	if err != nil {
 		return fmt.Errorf("read checkpoint: %w", err)
 	}
-	r.advance(from, 0)
-	if err := r.markCaughtUp(ctx, from); err != nil {
+	if err := r.update(ctx, from, 0); err != nil {
 		return err
 	}
 	return r.Store.Subscribe(ctx, from, func(ctx context.Context, evs []eventstore.RecordedEvent) error {
 		last := evs[len(evs)-1].Position
 		err := sqldb.InTx(ctx, r.DB, func(tx *sql.Tx) error {
-			if err := r.lease.fence(ctx, tx); err != nil {
+			if err := lockCheckpoint(ctx, r.DB, tx, name); err != nil {
 				return err
 			}
-			if err := r.Projection.Apply(ctx, tx, evs); err != nil {
+			if err := l.fence(ctx, tx); err != nil {
+				return err
+			}
+			if r.Build == 0 {
+				st, err := readState(ctx, r.DB, tx, r.Projection.Name(), true)
+				if err != nil {
+					return err
+				}
+				if st.ActiveGen != gen {
+					return errGenerationChanged
+				}
+			}
+			b := &Batch{Tx: tx, DB: r.DB, Gen: gen, Replaying: r.Build != 0, Now: r.Now(), effects: r.effects}
+			if err := applyParking(ctx, r.Projection, b, name, evs, r.Now()); err != nil {
 				return err
 			}
 			return saveCheckpoint(ctx, r.DB, tx, name, last, r.Now())
 		})
-		if errors.Is(err, ErrLeaseLost) {
+		if errors.Is(err, ErrLeaseLost) || errors.Is(err, errGenerationChanged) {
 			return err
 		}
 		if err != nil {
 			return fmt.Errorf("apply batch ending at %v: %w", last, err)
 		}
-		r.advance(last, uint64(len(evs)))
-		return r.markCaughtUp(ctx, last)
+		return r.update(ctx, last, uint64(len(evs)))
 	})
 }
 
-// markCaughtUp refreshes lag against the log's head.
-func (r *Runner) markCaughtUp(ctx context.Context, at eventstore.Position) error {
+// update records that the checkpoint is at position at after n more events, with fresh lag and
+// parked counts, and wakes WaitFor callers. The status changes in one step, so a waiter that wakes
+// sees lag and position that agree.
+func (r *Runner) update(ctx context.Context, at eventstore.Position, n uint64) error {
 	head, err := r.Store.Head(ctx)
 	if err != nil {
 		return fmt.Errorf("read head: %w", err)
 	}
+	caughtUp := !at.Less(head)
+	lagEvents := int64(0)
+	var lagSeconds float64
+	if !caughtUp {
+		lagEvents = -1
+		if c, ok := r.Store.(eventstore.Counter); ok {
+			if n, err := c.CountAfter(ctx, at); err == nil {
+				lagEvents = int64(n)
+			}
+		}
+		if next, err := r.Store.ReadAll(ctx, at, 1); err == nil && len(next) == 1 {
+			lagSeconds = max(0, r.Now().Sub(next[0].RecordedAt).Seconds())
+		}
+	}
+	gen := r.currentGen()
+	parked, err := countParked(ctx, r.DB, checkpointName(r.Projection, gen))
+	if err != nil {
+		return err
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.status.CaughtUp = !at.Less(head)
-	r.status.Head = head
-	if r.status.CaughtUp {
+	r.status.Position, r.status.Generation = at, gen
+	r.status.Processed += n
+	r.status.Heartbeat = r.Now()
+	r.status.Head, r.status.CaughtUp = head, caughtUp
+	r.status.LagEvents, r.status.LagSeconds, r.status.Parked = lagEvents, lagSeconds, parked
+	if caughtUp {
+		r.status.EverCaughtUp = true
 		r.status.LastError = ""
 	}
+	close(r.progress)
+	r.progress = make(chan struct{})
 	return nil
 }
 
-func (r *Runner) advance(p eventstore.Position, n uint64) {
+func (r *Runner) currentGen() Generation {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.status.Position = p
-	r.status.Processed += n
-	r.status.Heartbeat = r.Now()
-	close(r.progress)
-	r.progress = make(chan struct{})
+	return r.gen
 }
 
 // Status reports the runner's health.
@@ -303,6 +474,12 @@ func (r *Runner) Status() Status {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.status
+}
+
+// Effects returns the effects a dry run would have emitted.
+func (r *Runner) Effects() []Effect {
+	r.init()
+	return r.effects.recorded()
 }
 
 // FollowInterval is how often a replica that does not own a projection reads the owner's
@@ -318,13 +495,13 @@ func (r *Runner) WaitFor(ctx context.Context, p eventstore.Position) error {
 	for {
 		r.mu.Lock()
 		reached := !r.status.Position.Less(p)
-		ch, owner := r.progress, r.status.Owner
+		ch, owner, gen := r.progress, r.status.Owner, r.gen
 		r.mu.Unlock()
 		if reached {
 			return nil
 		}
-		if !owner {
-			cp, err := Checkpoint(ctx, r.DB, r.Projection.Name())
+		if !owner && gen != 0 {
+			cp, err := Checkpoint(ctx, r.DB, checkpointName(r.Projection, gen))
 			if err == nil && !cp.Less(p) {
 				return nil
 			}

@@ -57,7 +57,10 @@ import (
 	"github.com/casebook/casebook/internal/sqldb"
 )
 
-var _ eventstore.Store = (*Store)(nil)
+var (
+	_ eventstore.Store   = (*Store)(nil)
+	_ eventstore.Counter = (*Store)(nil)
+)
 
 // The (stream, revision) constraint is declared before the id constraint so that, when two appends
 // race with the same event ids, the loser sees the revision conflict (index order is creation order).
@@ -390,6 +393,17 @@ func (s *Store) read(ctx context.Context, from eventstore.Position, limit int) (
 		return nil, 0, fmt.Errorf("eventstore/postgres: read all: %w", err)
 	}
 	return out, heldXid, nil
+}
+
+// CountAfter implements eventstore.Counter: the events after from, including any not yet visible.
+func (s *Store) CountAfter(ctx context.Context, from eventstore.Position) (uint64, error) {
+	var n int64
+	err := s.pool.QueryRow(ctx, `SELECT count(*) FROM events WHERE (xid, seq) > ($1::xid8, $2::bigint)`,
+		from.Commit, int64(from.Prepare)).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("eventstore/postgres: count: %w", err)
+	}
+	return uint64(n), nil
 }
 
 // ReadAll implements eventstore.Store. It returns only events below the snapshot horizon; when held

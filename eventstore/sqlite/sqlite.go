@@ -16,7 +16,10 @@ import (
 	"github.com/casebook/casebook/internal/sqldb"
 )
 
-var _ eventstore.Store = (*Store)(nil)
+var (
+	_ eventstore.Store   = (*Store)(nil)
+	_ eventstore.Counter = (*Store)(nil)
+)
 
 // PollInterval bounds how long a subscriber sleeps before noticing an append made by another process
 // on the same file; appends in this process wake subscribers at once.
@@ -192,6 +195,13 @@ func (s *Store) Head(ctx context.Context) (eventstore.Position, error) {
 		return eventstore.Start, nil
 	}
 	return pos(seq.Int64), nil
+}
+
+// CountAfter implements eventstore.Counter.
+func (s *Store) CountAfter(ctx context.Context, from eventstore.Position) (uint64, error) {
+	var n uint64
+	err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM events WHERE seq > ?`, from.Commit).Scan(&n)
+	return n, err
 }
 
 // SubscribeBatch is how many events one Subscribe delivery carries at most.

@@ -158,7 +158,7 @@ func (a *App) wire(ctx context.Context) error {
 	a.Tenancy = ten
 	a.Commands = &commands.Handler{Store: a.Store, Principals: ten, Secret: secret, Now: a.Config.Now, NewID: tenancy.NewID}
 	a.Reader = &queries.Reader{DB: a.DB}
-	qm := &projections.Runner{Store: a.Store, DB: a.DB, Projection: querymodel.New(a.DB), Logger: a.Config.Logger, Now: a.Config.Now,
+	qm := &projections.Runner{Store: a.Store, DB: a.DB, Projection: querymodel.New(), Logger: a.Config.Logger, Now: a.Config.Now,
 		Owner: a.owner, LeaseTTL: a.Config.LeaseTTL}
 	if err := qm.Setup(ctx); err != nil {
 		return err
@@ -170,15 +170,22 @@ func (a *App) wire(ctx context.Context) error {
 // QueryModel returns the query-model runner.
 func (a *App) QueryModel() *projections.Runner { return a.Runners[0] }
 
-// Ready reports whether every subscriber has caught up with the log and is not failing.
+// MaxReadyLag is the age of the oldest unapplied event past which a subscriber counts as stalled.
+const MaxReadyLag = 60 * time.Second
+
+// Ready reports whether every subscriber can serve: it has caught up with the log since it started
+// (a projection rebuilding from scratch is not ready), its generation matches the code's version,
+// and it is not stalled.
 func (a *App) Ready() error {
 	for _, r := range a.Runners {
 		st := r.Status()
-		if !st.CaughtUp {
+		switch {
+		case st.State == projections.StateRebuildRequired:
+			return fmt.Errorf("projection %s needs a rebuild (stored version %d, code version %d)", st.Name, st.Version, st.CodeVersion)
+		case !st.EverCaughtUp:
 			return fmt.Errorf("projection %s is catching up", st.Name)
-		}
-		if st.LastError != "" {
-			return fmt.Errorf("projection %s is failing", st.Name)
+		case st.LagSeconds > MaxReadyLag.Seconds():
+			return fmt.Errorf("projection %s is stalled %.0fs behind", st.Name, st.LagSeconds)
 		}
 	}
 	return nil

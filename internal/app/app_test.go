@@ -140,4 +140,3 @@ func TestEventStoreURLNeedsDatabaseURL(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 }
-
