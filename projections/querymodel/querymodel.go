@@ -225,24 +225,28 @@ func load(ctx context.Context, b *projections.Batch, table string, keys map[key]
 			args = append(args, k.tenant, k.id)
 		}
 		q := `SELECT ` + inquiryCols + ` FROM ` + table + ` WHERE (tenant_id, id) IN (VALUES ` + placeholders(len(part), 2) + `)`
-		rs, err := b.Tx.QueryContext(ctx, b.DB.Rebind(q), args...)
-		if err != nil {
-			return nil, err
-		}
-		for rs.Next() {
-			r := &row{}
-			if err := rs.Scan(&r.tenant, &r.id, &r.receipt, &r.version, &r.status, &r.priority, &r.owner, &r.team, &r.source,
-				&r.cat, &r.subject, &r.message, &r.name, &r.email, &r.created, &r.updated, &r.closed); err != nil {
-				_ = rs.Close()
-				return nil, err
-			}
-			out[key{r.tenant, r.id}] = r
-		}
-		if err := rs.Close(); err != nil {
+		if err := loadChunk(ctx, b, q, args, out); err != nil {
 			return nil, err
 		}
 	}
 	return out, nil
+}
+
+func loadChunk(ctx context.Context, b *projections.Batch, q string, args []any, out map[key]*row) error {
+	rs, err := b.Tx.QueryContext(ctx, b.DB.Rebind(q), args...)
+	if err != nil {
+		return err
+	}
+	defer rs.Close()
+	for rs.Next() {
+		r := &row{}
+		if err := rs.Scan(&r.tenant, &r.id, &r.receipt, &r.version, &r.status, &r.priority, &r.owner, &r.team, &r.source,
+			&r.cat, &r.subject, &r.message, &r.name, &r.email, &r.created, &r.updated, &r.closed); err != nil {
+			return err
+		}
+		out[key{r.tenant, r.id}] = r
+	}
+	return rs.Err()
 }
 
 // upsert writes the changed rows; a row never moves to an older version.
