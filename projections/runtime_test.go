@@ -1,0 +1,395 @@
+package projections
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/casebook/casebook/eventstore"
+	"github.com/casebook/casebook/eventstore/sqlite"
+	"github.com/casebook/casebook/internal/dbtest"
+	"github.com/casebook/casebook/internal/sqldb"
+)
+
+// probe is a configurable test projection: it records every applied event in a table, fails on
+// events whose data contains "poison" until healed, emits one effect per event, and can run a hook.
+type probe struct {
+	version int
+	healed  atomic.Bool
+	// hook runs after the batch's output was written and before Apply returns.
+	hook    func(b *Batch)
+	newFx   atomic.Int64
+	applied atomic.Int64
+}
+
+func (p *probe) Name() string     { return "probe" }
+func (p *probe) Version() int     { return max(p.version, 1) }
+func (p *probe) Tables() []string { return []string{"probe_seen"} }
+func (p *probe) Setup(ctx context.Context, db *sqldb.DB, g Generation) error {
+	_, err := db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS `+g.Table("probe_seen")+` (id TEXT PRIMARY KEY, stream TEXT NOT NULL, n BIGINT NOT NULL)`)
+	return err
+}
+func (p *probe) Apply(ctx context.Context, b *Batch) error {
+	for _, e := range b.Events {
+		if strings.Contains(string(e.Data), "poison") && !p.healed.Load() {
+			return fmt.Errorf("cannot handle %s", e.ID)
+		}
+		// n counts applications: it is not idempotent on purpose, to show rolled-back output.
+		if err := b.Exec(ctx, `INSERT INTO `+b.Gen.Table("probe_seen")+` (id, stream, n) VALUES (?, ?, 1)
+			ON CONFLICT (id) DO UPDATE SET n = `+b.Gen.Table("probe_seen")+`.n + 1`, e.ID, e.StreamID); err != nil {
+			return err
+		}
+		fresh, err := b.Emit(ctx, "probe", Effect{Key: fmt.Sprintf("%s/%d", e.StreamID, e.Revision), Kind: "test", Tenant: "t", Payload: "{}"})
+		if err != nil {
+			return err
+		}
+		if fresh {
+			p.newFx.Add(1)
+		}
+		p.applied.Add(1)
+	}
+	if p.hook != nil {
+		p.hook(b)
+	}
+	return nil
+}
+
+type bundle struct {
+	db    *sqldb.DB
+	store eventstore.Store
+}
+
+func newBundle(t *testing.T, db *sqldb.DB) *bundle {
+	t.Helper()
+	edb, err := sqldb.OpenSQLite(filepath.Join(t.TempDir(), "events.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = edb.Close() })
+	s, err := sqlite.New(t.Context(), edb, sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &bundle{db: db, store: s}
+}
+
+func (tb *bundle) append(t *testing.T, stream string, data ...string) eventstore.AppendResult {
+	t.Helper()
+	evs := make([]eventstore.EventData, len(data))
+	for i, d := range data {
+		evs[i] = eventstore.EventData{ID: eventstore.DeterministicID(stream+d, i), Type: "T", Data: []byte(`"` + d + `"`), Metadata: []byte(`{}`)}
+	}
+	r, err := tb.store.Append(t.Context(), stream, eventstore.Any(), evs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// run starts r until the test ends (or stop is called) and returns the stop function.
+func run(t *testing.T, r *Runner) (stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = r.Run(ctx) }()
+	var once sync.Once
+	stop = func() { once.Do(func() { cancel(); <-done }) }
+	t.Cleanup(stop)
+	return stop
+}
+
+func waitHead(t *testing.T, r *Runner, s eventstore.Store) {
+	t.Helper()
+	head, err := s.Head(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	if err := r.WaitFor(ctx, head); err != nil {
+		t.Fatalf("runner did not reach %v: %v (%+v)", head, err, r.Status())
+	}
+}
+
+// seen returns stream/data pairs applied in the active generation, with their application counts.
+func (tb *bundle) seen(t *testing.T) map[string]int {
+	t.Helper()
+	rows, err := tb.db.QueryContext(t.Context(), `SELECT id, n FROM probe_seen`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	out := map[string]int{}
+	for rows.Next() {
+		var id string
+		var n int
+		if err := rows.Scan(&id, &n); err != nil {
+			t.Fatal(err)
+		}
+		out[id] = n
+	}
+	return out
+}
+
+func id(stream, data string) string { return eventstore.DeterministicID(stream+data, 0) }
+
+// TestPoisonEventParksOnlyItsStream: a handler error parks its stream, later events of that stream
+// wait behind it, other streams keep flowing; retry after a fix applies the held events in order,
+// and skip passes over the poison event.
+func TestPoisonEventParksOnlyItsStream(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, db *sqldb.DB) {
+		tb := newBundle(t, db)
+		p := &probe{}
+		r := &Runner{Store: tb.store, DB: db, Projection: p, RetryDelay: time.Millisecond}
+		if err := r.Setup(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		tb.append(t, "inquiry-a", "a0")
+		tb.append(t, "inquiry-a", "poison-a1")
+		tb.append(t, "inquiry-b", "b0")
+		tb.append(t, "inquiry-a", "a2")
+		tb.append(t, "inquiry-c", "poison-c0")
+		tb.append(t, "inquiry-c", "c1")
+		tb.append(t, "inquiry-b", "b1")
+		run(t, r)
+		waitHead(t, r, tb.store)
+		got := tb.seen(t)
+		for _, want := range []string{id("inquiry-a", "a0"), id("inquiry-b", "b0"), id("inquiry-b", "b1")} {
+			if got[want] != 1 {
+				t.Errorf("event %s applied %d times, want 1", want, got[want])
+			}
+		}
+		for _, held := range []string{id("inquiry-a", "poison-a1"), id("inquiry-a", "a2"), id("inquiry-c", "c1")} {
+			if got[held] != 0 {
+				t.Errorf("held event %s was applied", held)
+			}
+		}
+		parked, err := ListParked(t.Context(), db, p, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(parked) != 2 || parked[0].Revision+parked[1].Revision != 1 {
+			t.Fatalf("parked = %+v, want inquiry-a at 1 and inquiry-c at 0", parked)
+		}
+		if st := r.Status(); st.Parked != 2 {
+			t.Fatalf("status parked = %d", st.Parked)
+		}
+		// Other streams keep flowing.
+		tb.append(t, "inquiry-b", "b2")
+		tb.append(t, "inquiry-a", "a3") // waits behind the parked a1
+		waitHead(t, r, tb.store)
+		if g := tb.seen(t); g[id("inquiry-b", "b2")] != 1 || g[id("inquiry-a", "a3")] != 0 {
+			t.Fatalf("after parking: %v", g)
+		}
+		// A retry before the fix fails again and keeps the stream parked.
+		still, err := Retry(t.Context(), db, tb.store, p, "inquiry-a", false, time.Now())
+		if err != nil || still == nil || still.Revision != 1 {
+			t.Fatalf("retry before fix = %+v, %v", still, err)
+		}
+		// Skip passes over c's poison event and applies what waited behind it.
+		if still, err := Retry(t.Context(), db, tb.store, p, "inquiry-c", true, time.Now()); err != nil || still != nil {
+			t.Fatalf("skip = %+v, %v", still, err)
+		}
+		p.healed.Store(true)
+		if still, err := Retry(t.Context(), db, tb.store, p, "inquiry-a", false, time.Now()); err != nil || still != nil {
+			t.Fatalf("retry after fix = %+v, %v", still, err)
+		}
+		if _, err := Retry(t.Context(), db, tb.store, p, "inquiry-a", false, time.Now()); !errors.Is(err, ErrNotParked) {
+			t.Fatalf("retry of an unparked stream: %v", err)
+		}
+		tb.append(t, "inquiry-a", "a4")
+		waitHead(t, r, tb.store)
+		got = tb.seen(t)
+		for _, want := range []string{"poison-a1", "a2", "a3", "a4"} {
+			if got[id("inquiry-a", want)] != 1 {
+				t.Errorf("a's %s applied %d times, want 1", want, got[id("inquiry-a", want)])
+			}
+		}
+		if got[id("inquiry-c", "poison-c0")] != 0 || got[id("inquiry-c", "c1")] != 1 {
+			t.Errorf("skip: poison applied %d, c1 applied %d", got[id("inquiry-c", "poison-c0")], got[id("inquiry-c", "c1")])
+		}
+		if parked, _ := ListParked(t.Context(), db, p, ""); len(parked) != 0 {
+			t.Fatalf("still parked: %+v", parked)
+		}
+	})
+}
+
+// TestCrashBetweenOutputAndCheckpoint: the runner dies after writing a batch's output and before
+// committing its checkpoint; a restart replays the batch and every event counts exactly once.
+func TestCrashBetweenOutputAndCheckpoint(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, db *sqldb.DB) {
+		tb := newBundle(t, db)
+		for i := range 20 {
+			tb.append(t, fmt.Sprintf("inquiry-%d", i%4), fmt.Sprint("e", i))
+		}
+		var crashes atomic.Int32
+		ctx, die := context.WithCancel(context.Background())
+		p := &probe{}
+		p.hook = func(*Batch) {
+			if crashes.Add(1) == 1 {
+				die() // the process dies here: output written, checkpoint not committed
+			}
+		}
+		r := &Runner{Store: tb.store, DB: db, Projection: p}
+		if err := r.Setup(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		if err := r.Run(ctx); !errors.Is(err, context.Canceled) {
+			t.Fatalf("crashed runner returned %v", err)
+		}
+		if cp, _ := Checkpoint(t.Context(), db, checkpointName(p, 1)); cp != eventstore.Start {
+			t.Fatalf("checkpoint moved to %v despite the crash", cp)
+		}
+		if got := tb.seen(t); len(got) != 0 {
+			t.Fatalf("output of the crashed batch survived: %v", got)
+		}
+		restarted := &Runner{Store: tb.store, DB: db, Projection: p}
+		run(t, restarted)
+		waitHead(t, restarted, tb.store)
+		got := tb.seen(t)
+		if len(got) != 20 {
+			t.Fatalf("%d events applied, want 20", len(got))
+		}
+		for k, n := range got {
+			if n != 1 {
+				t.Errorf("event %s counted %d times", k, n)
+			}
+		}
+	})
+}
+
+// TestRebuildEmitsNoEffectTwice: a rebuild replays every event but emits no effect whose key was
+// already emitted; a dry run reports exactly the effects that are missing and writes nothing.
+func TestRebuildEmitsNoEffectTwice(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, db *sqldb.DB) {
+		tb := newBundle(t, db)
+		for i := range 30 {
+			tb.append(t, fmt.Sprintf("inquiry-%d", i%5), fmt.Sprint("e", i))
+		}
+		p := &probe{}
+		r := &Runner{Store: tb.store, DB: db, Projection: p}
+		if err := r.Setup(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		stop := run(t, r)
+		waitHead(t, r, tb.store)
+		stop()
+		if p.newFx.Load() != 30 {
+			t.Fatalf("live run emitted %d effects, want 30", p.newFx.Load())
+		}
+		p.newFx.Store(0)
+		res, err := Rebuild(t.Context(), tb.store, db, p, RebuildOptions{})
+		if err != nil || !res.Switched || res.Processed != 30 {
+			t.Fatalf("rebuild = %+v, %v", res, err)
+		}
+		if p.newFx.Load() != 0 {
+			t.Fatalf("rebuild emitted %d effects again", p.newFx.Load())
+		}
+		var n int
+		if err := db.QueryRowContext(t.Context(), `SELECT count(*) FROM effect_intents`).Scan(&n); err != nil || n != 30 {
+			t.Fatalf("effect_intents has %d rows (%v), want 30", n, err)
+		}
+		// Two effects are lost (say, an operator purged them): a dry run names exactly those.
+		if _, err := db.ExecContext(t.Context(), db.Rebind(`DELETE FROM effect_intents WHERE key IN (?, ?)`), "inquiry-1/0", "inquiry-2/3"); err != nil {
+			t.Fatal(err)
+		}
+		dry, err := Rebuild(t.Context(), tb.store, db, p, RebuildOptions{DryRun: true})
+		if err != nil || dry.Switched {
+			t.Fatalf("dry run = %+v, %v", dry, err)
+		}
+		var keys []string
+		for _, e := range dry.Effects {
+			keys = append(keys, e.Key)
+		}
+		slices.Sort(keys)
+		if !slices.Equal(keys, []string{"inquiry-1/0", "inquiry-2/3"}) {
+			t.Fatalf("dry run would emit %v", keys)
+		}
+		if err := db.QueryRowContext(t.Context(), `SELECT count(*) FROM effect_intents`).Scan(&n); err != nil || n != 28 {
+			t.Fatalf("dry run wrote effects: %d rows", n)
+		}
+		st, err := ReadState(t.Context(), db, "probe")
+		if err != nil || st.ActiveGen != res.Generation || st.BuildingGen != 0 {
+			t.Fatalf("dry run changed the state: %+v %v", st, err)
+		}
+	})
+}
+
+// TestRebuildResumesAndVersionGate: a projection whose code version moved is not served until
+// rebuilt; an interrupted rebuild resumes its generation; live runners follow the switch.
+func TestRebuildResumesAndVersionGate(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, db *sqldb.DB) {
+		tb := newBundle(t, db)
+		for i := range 40 {
+			tb.append(t, fmt.Sprintf("inquiry-%d", i%8), fmt.Sprint("e", i))
+		}
+		v1 := &probe{version: 1}
+		live := &Runner{Store: tb.store, DB: db, Projection: v1, LeaseTTL: 300 * time.Millisecond}
+		if err := live.Setup(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		stop := run(t, live)
+		waitHead(t, live, tb.store)
+		stop()
+
+		v2 := &probe{version: 2}
+		gated := &Runner{Store: tb.store, DB: db, Projection: v2, LeaseTTL: 300 * time.Millisecond}
+		run(t, gated)
+		waitState(t, gated, StateRebuildRequired)
+
+		// Interrupt the first rebuild after its first batch.
+		ctx, interrupt := context.WithCancel(t.Context())
+		v2.hook = func(b *Batch) {
+			if b.Replaying {
+				interrupt()
+			}
+		}
+		if _, err := Rebuild(ctx, tb.store, db, v2, RebuildOptions{}); err == nil {
+			t.Fatal("interrupted rebuild reported success")
+		}
+		v2.hook = nil
+		res, err := Rebuild(t.Context(), tb.store, db, v2, RebuildOptions{KeepOld: true})
+		if err != nil || !res.Resumed || !res.Switched || res.DroppedOld || res.Generation != 2 {
+			t.Fatalf("resumed rebuild = %+v, %v", res, err)
+		}
+		waitState(t, gated, StateRunning)
+		tb.append(t, "inquiry-x", "after")
+		waitHead(t, gated, tb.store)
+		if got := tb.seen(t); len(got) != 41 {
+			t.Fatalf("generation 2 has %d events, want 41", len(got))
+		}
+		// The old generation was kept.
+		var n int
+		if err := db.QueryRowContext(t.Context(), `SELECT count(*) FROM probe_seen_g1`).Scan(&n); err != nil || n != 40 {
+			t.Fatalf("kept generation 1 has %d rows (%v)", n, err)
+		}
+	})
+}
+
+func waitState(t *testing.T, r *Runner, want State) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for r.Status().State != want {
+		if time.Now().After(deadline) {
+			t.Fatalf("runner state = %s, want %s", r.Status().State, want)
+		}
+		r.mu.Lock()
+		ch := r.progress
+		r.mu.Unlock()
+		select {
+		case <-ch:
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
