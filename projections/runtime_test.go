@@ -135,6 +135,9 @@ func (tb *bundle) seen(t *testing.T) map[string]int {
 		}
 		out[id] = n
 	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
 	return out
 }
 
