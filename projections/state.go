@@ -198,3 +198,52 @@ func dropGeneration(ctx context.Context, db *sqldb.DB, p Projection, gen Generat
 		return nil
 	})
 }
+
+// Description is a projection's state as seen from the database, for operators.
+type Description struct {
+	Name        string              `json:"name"`
+	CodeVersion int                 `json:"code_version"`
+	State       GenState            `json:"generations"`
+	Checkpoint  eventstore.Position `json:"checkpoint"`
+	Head        eventstore.Position `json:"head"`
+	LagEvents   int64               `json:"lag_events"`
+	Parked      int                 `json:"parked"`
+	LeaseOwner  string              `json:"lease_owner,omitempty"`
+	// NeedsRebuild is set when the active generation was built by another version of the code.
+	NeedsRebuild bool `json:"needs_rebuild"`
+}
+
+// Describe reads a projection's generations, checkpoint, lag and parked count.
+func Describe(ctx context.Context, db *sqldb.DB, store eventstore.Store, p Projection) (Description, error) {
+	d := Description{Name: p.Name(), CodeVersion: p.Version(), LagEvents: -1}
+	st, err := ReadState(ctx, db, p.Name())
+	if errors.Is(err, sql.ErrNoRows) {
+		d.NeedsRebuild = true
+		return d, nil
+	}
+	if err != nil {
+		return d, err
+	}
+	d.State, d.NeedsRebuild = st, st.ActiveVersion != p.Version()
+	name := checkpointName(p, st.ActiveGen)
+	if d.Checkpoint, err = Checkpoint(ctx, db, name); err != nil {
+		return d, err
+	}
+	if d.Head, err = store.Head(ctx); err != nil {
+		return d, err
+	}
+	if c, ok := store.(eventstore.Counter); ok {
+		if n, err := c.CountAfter(ctx, d.Checkpoint); err == nil {
+			d.LagEvents = int64(n)
+		}
+	}
+	if d.Parked, err = countParked(ctx, db, name); err != nil {
+		return d, err
+	}
+	var exp int64
+	err = db.QueryRowContext(ctx, db.Rebind(`SELECT owner, expires_at FROM projection_leases WHERE name = ?`), name).Scan(&d.LeaseOwner, &exp)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return d, err
+	}
+	return d, nil
+}

@@ -55,6 +55,11 @@ type Server struct {
 	// Ready reports whether required subscribers are caught up; nil means ready.
 	Ready  func() error
 	Logger *slog.Logger
+	// Admin serves the admin routes; nil disables them.
+	Admin Admin
+	// Metrics serves /metrics (Prometheus); nil disables it. RequestMetrics, if set, counts requests.
+	Metrics        http.Handler
+	RequestMetrics *RequestMetrics
 }
 
 // Handler returns the routed API.
@@ -76,6 +81,10 @@ func (s *Server) router() *mux.Router {
 		_, _ = w.Write(openAPI)
 	}).Methods(http.MethodGet)
 	r.HandleFunc("/v1/public/{tenant_slug}/inquiries", s.publicIntake).Methods(http.MethodPost)
+	if s.Metrics != nil {
+		r.Handle("/metrics", s.Metrics).Methods(http.MethodGet)
+	}
+	s.adminRoutes(r)
 
 	a := r.PathPrefix("/v1/inquiries").Subrouter()
 	a.Use(s.authenticate)
@@ -127,8 +136,13 @@ func (s *Server) withRequestID(next http.Handler) http.Handler {
 		route := "unmatched"
 		ctx := context.WithValue(context.WithValue(r.Context(), keyRequestID, id), keyRoute, &route)
 		next.ServeHTTP(rec, r.WithContext(ctx))
+		elapsed := time.Since(start)
 		s.logger().InfoContext(r.Context(), "http request", "request_id", id, "method", r.Method, "route", route,
-			"status", rec.status, "duration_ms", time.Since(start).Milliseconds())
+			"status", rec.status, "duration_ms", elapsed.Milliseconds())
+		if m := s.RequestMetrics; m != nil {
+			m.requests.WithLabelValues(route, r.Method, strconv.Itoa(rec.status)).Inc()
+			m.duration.WithLabelValues(route).Observe(elapsed.Seconds())
+		}
 	})
 }
 

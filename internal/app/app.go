@@ -13,6 +13,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
 	"github.com/casebook/casebook/adapters/httpapi"
 	"github.com/casebook/casebook/commands"
 	"github.com/casebook/casebook/eventstore"
@@ -193,9 +197,12 @@ func (a *App) Ready() error {
 
 // Handler returns the HTTP API.
 func (a *App) Handler() http.Handler {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), projectionCollector{a})
 	s := &httpapi.Server{
 		Commands: a.Commands, Reader: a.Reader, Tenancy: a.Tenancy, QueryModel: a.QueryModel(),
-		Head: a.Store.Head, Ready: a.Ready, Logger: a.Config.Logger,
+		Head: a.Store.Head, Ready: a.Ready, Logger: a.Config.Logger, Admin: a,
+		Metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), RequestMetrics: httpapi.NewRequestMetrics(reg),
 	}
 	return s.Handler()
 }

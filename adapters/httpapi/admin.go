@@ -1,0 +1,100 @@
+package httpapi
+
+import (
+	"context"
+	"net/http"
+
+	"github.com/gorilla/mux"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/casebook/casebook/domain"
+	"github.com/casebook/casebook/projections"
+)
+
+// Admin is what the admin routes need. Projections are shared by all tenants: statuses carry no
+// tenant data, and parked streams are listed and released only within the caller's tenant.
+type Admin interface {
+	ProjectionStatuses() []projections.Status
+	Parked(ctx context.Context, projection string, tenant domain.TenantID) ([]projections.Parked, error)
+	RetryParked(ctx context.Context, projection string, tenant domain.TenantID, stream string, skip bool) (*projections.Parked, error)
+}
+
+func (s *Server) adminRoutes(r *mux.Router) {
+	a := r.PathPrefix("/v1/admin").Subrouter()
+	a.Use(s.authenticate, s.requireAdmin)
+	a.HandleFunc("/projections", s.listProjections).Methods(http.MethodGet)
+	a.HandleFunc("/projections/{name}/parked", s.listParked).Methods(http.MethodGet)
+	a.HandleFunc("/projections/{name}/parked/retry", s.retryParked(false)).Methods(http.MethodPost)
+	a.HandleFunc("/projections/{name}/parked/skip", s.retryParked(true)).Methods(http.MethodPost)
+}
+
+func (s *Server) requireAdmin(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := domain.Authorize(principal(r), domain.ActAdminister); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		if s.Admin == nil {
+			s.writeError(w, r, &apiError{http.StatusNotFound, "not_found", "no such route"})
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func (s *Server) listProjections(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]any{"items": s.Admin.ProjectionStatuses()})
+}
+
+func (s *Server) listParked(w http.ResponseWriter, r *http.Request) {
+	items, err := s.Admin.Parked(r.Context(), mux.Vars(r)["name"], principal(r).TenantID)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"items": items})
+}
+
+func (s *Server) retryParked(skip bool) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		var in struct {
+			Stream string `json:"stream"`
+		}
+		if err := decode(w, r, MaxOperatorBody, &in); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		if in.Stream == "" {
+			s.writeError(w, r, domain.Invalid("stream", "is required"))
+			return
+		}
+		still, err := s.Admin.RetryParked(r.Context(), mux.Vars(r)["name"], principal(r).TenantID, in.Stream, skip)
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		if still != nil {
+			writeJSON(w, http.StatusOK, map[string]any{"released": false, "parked": still})
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"released": true})
+	}
+}
+
+// RequestMetrics counts requests by route template and status.
+type RequestMetrics struct {
+	requests *prometheus.CounterVec
+	duration *prometheus.HistogramVec
+}
+
+// NewRequestMetrics registers the HTTP metrics with reg.
+func NewRequestMetrics(reg prometheus.Registerer) *RequestMetrics {
+	m := &RequestMetrics{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "casebook_http_requests_total", Help: "HTTP requests by route template, method and status."},
+			[]string{"route", "method", "status"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "casebook_http_request_duration_seconds", Help: "HTTP request latency by route template.",
+			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16)}, []string{"route"}),
+	}
+	reg.MustRegister(m.requests, m.duration)
+	return m
+}
