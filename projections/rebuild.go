@@ -164,8 +164,12 @@ func catchUp(ctx context.Context, store eventstore.Store, r *Runner, opts Rebuil
 		if el := opts.Now().Sub(start).Seconds(); el > 0 {
 			rate = float64(s.Processed) / el
 		}
+		remaining := s.LagEvents
+		if done {
+			remaining = 0
+		}
 		opts.Progress(Progress{Projection: s.Name, Generation: r.Build, Position: s.Position, Head: s.Head,
-			Processed: s.Processed, Remaining: s.LagEvents, EventsPerSec: rate, Done: done})
+			Processed: s.Processed, Remaining: remaining, EventsPerSec: rate, Done: done})
 	}
 	head, err := store.Head(ctx)
 	if err != nil {

@@ -47,6 +47,9 @@ commands:
   tenants create --slug S                    create a tenant; prints its admin token once
   principals create --tenant S --name N --role admin|operator|viewer [--team T]
                                              create a principal; prints its token once
+  projections list|parked|retry|skip         subscriber state; release parked streams
+  replay --projection P [--keep-old] [--dry-run]
+                                             rebuild a projection and switch to it
   bench [--intakes N] [--concurrency C]      measure intake and command throughput
 
 Run 'casebook <command> -h' for the flags of a command.
@@ -68,6 +71,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return principals(ctx, rest, stdout, stderr)
 	case "bench":
 		return bench(ctx, rest, stdout, stderr)
+	case "projections":
+		return projectionsCmd(ctx, rest, stdout, stderr)
+	case "replay":
+		return replay(ctx, rest, stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil

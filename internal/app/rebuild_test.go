@@ -1,0 +1,130 @@
+package app_test
+
+import (
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/casebook/casebook/internal/app"
+	"github.com/casebook/casebook/internal/pgtest"
+	"github.com/casebook/casebook/projections"
+)
+
+func snapshot(t *testing.T, a *app.App) []string {
+	t.Helper()
+	var out []string
+	for _, q := range []string{
+		`SELECT tenant_id || '|' || id || '|' || receipt || '|' || version || '|' || status || '|' || priority || '|' || owner || '|' || subject || '|' || updated_at FROM qm_inquiries ORDER BY tenant_id, id`,
+		`SELECT tenant_id || '|' || inquiry_id || '|' || version || '|' || type || '|' || actor || '|' || data FROM qm_timeline ORDER BY tenant_id, inquiry_id, version`,
+	} {
+		rows, err := a.DB.QueryContext(t.Context(), q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for rows.Next() {
+			var s string
+			if err := rows.Scan(&s); err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, s)
+		}
+		if err := rows.Err(); err != nil {
+			t.Fatal(err)
+		}
+		_ = rows.Close()
+	}
+	return out
+}
+
+// rebuildUnderLoad rebuilds the query model while intakes and reads run against the server, then
+// checks that no request failed and that the result equals a fresh replay of the log.
+func rebuildUnderLoad(t *testing.T, cfg app.Config) {
+	a, base := serve(t, cfg)
+	_, _, admin, err := a.Tenancy.CreateTenant(t.Context(), "acme")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 200 { // a backlog for the rebuild to replay
+		call(t, "POST", base+"/v1/public/acme/inquiries", "", map[string]string{"Idempotency-Key": fmt.Sprint("pre-", i)},
+			fmt.Sprintf(`{"email":"p%d@example.com","subject":"s","message":"m"}`, i), 202)
+	}
+	stop := make(chan struct{})
+	var failures atomic.Int64
+	var firstFailure atomic.Value
+	var requests atomic.Int64
+	var wg sync.WaitGroup
+	do := func(method, path, token, key, body string, want int) {
+		req, _ := http.NewRequest(method, base+path, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		if key != "" {
+			req.Header.Set("Idempotency-Key", key)
+		}
+		requests.Add(1)
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			failures.Add(1)
+			firstFailure.CompareAndSwap(nil, err.Error())
+			return
+		}
+		_ = res.Body.Close()
+		if res.StatusCode != want {
+			failures.Add(1)
+			firstFailure.CompareAndSwap(nil, fmt.Sprintf("%s %s: %d", method, path, res.StatusCode))
+		}
+	}
+	for w := range 3 {
+		wg.Go(func() {
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				do("POST", "/v1/public/acme/inquiries", "", fmt.Sprintf("live-%d-%d", w, i),
+					fmt.Sprintf(`{"email":"l%d@example.com","subject":"s","message":"m"}`, i), 202)
+				do("GET", "/v1/inquiries?limit=20", admin, "", "", 200)
+			}
+		})
+	}
+	res, err := projections.Rebuild(t.Context(), a.Store, a.DB, a.QueryModel().Projection, projections.RebuildOptions{Logger: slog.New(slog.DiscardHandler)})
+	close(stop)
+	wg.Wait()
+	if err != nil || !res.Switched {
+		t.Fatalf("rebuild = %+v, %v", res, err)
+	}
+	if failures.Load() > 0 {
+		t.Fatalf("%d of %d requests failed during the rebuild; first: %v", failures.Load(), requests.Load(), firstFailure.Load())
+	}
+	call(t, "GET", base+"/v1/inquiries?limit=1&consistent=true", admin, nil, "", 200)
+	after := snapshot(t, a)
+	if len(after) < 100 {
+		t.Fatalf("snapshot has %d rows", len(after))
+	}
+	fresh, err := projections.Rebuild(t.Context(), a.Store, a.DB, a.QueryModel().Projection, projections.RebuildOptions{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil || !fresh.Switched {
+		t.Fatalf("fresh replay = %+v, %v", fresh, err)
+	}
+	if diff := cmp.Diff(after, snapshot(t, a)); diff != "" {
+		t.Fatalf("rebuilt-under-load model differs from a fresh replay: %s", diff)
+	}
+	t.Logf("%d requests during the rebuild, none failed; %d rows", requests.Load(), len(after))
+}
+
+func TestRebuildUnderLoadEmbedded(t *testing.T) {
+	t.Parallel()
+	rebuildUnderLoad(t, app.Config{DataDir: t.TempDir()})
+}
+
+func TestRebuildUnderLoadPostgres(t *testing.T) {
+	t.Parallel()
+	rebuildUnderLoad(t, app.Config{DatabaseURL: pgtest.URL(t)})
+}
