@@ -56,8 +56,16 @@ type Batch struct {
 	// Replaying is set while a generation is rebuilt from the log and is not yet active.
 	Replaying bool
 	// Now is when the batch is applied.
-	Now     time.Time
-	effects *effectSink
+	Now time.Time
+	// Prepared is what Preparer.Prepare returned for exactly these Events, or nil.
+	Prepared any
+	effects  *effectSink
+}
+
+// Preparer is implemented by projections with per-batch work that needs no transaction (decoding).
+// The runtime prepares the next batch while the previous one's transaction runs.
+type Preparer interface {
+	Prepare(evs []eventstore.RecordedEvent) (any, error)
 }
 
 // Exec runs a statement written with ? placeholders in the batch's transaction.
@@ -69,6 +77,9 @@ func (b *Batch) Exec(ctx context.Context, query string, args ...any) error {
 func (b *Batch) with(evs []eventstore.RecordedEvent) *Batch {
 	c := *b
 	c.Events = evs
+	if len(evs) != len(b.Events) {
+		c.Prepared = nil
+	}
 	return &c
 }
 
@@ -128,6 +139,7 @@ type Runner struct {
 
 	mu       sync.Mutex
 	status   Status
+	statsAt  time.Time
 	inited   bool
 	gen      Generation
 	lease    *lease
@@ -376,6 +388,15 @@ func (r *Runner) runOwned(ctx context.Context, l *lease, gen Generation) error {
 	return err
 }
 
+// pending is a batch read (and prepared) ahead of its transaction.
+type pending struct {
+	evs      []eventstore.RecordedEvent
+	prepared any
+}
+
+// subscribe applies the log from gen's checkpoint. Reading and preparing the next batch overlaps
+// with the previous batch's transaction: the subscription hands batches to an applier through a
+// one-slot queue, and the applier's first error ends both.
 func (r *Runner) subscribe(ctx context.Context, l *lease, gen Generation) error {
 	name := checkpointName(r.Projection, gen)
 	from, err := Checkpoint(ctx, r.DB, name)
@@ -385,38 +406,76 @@ func (r *Runner) subscribe(ctx context.Context, l *lease, gen Generation) error 
 	if err := r.update(ctx, from, 0); err != nil {
 		return err
 	}
-	return r.Store.Subscribe(ctx, from, func(ctx context.Context, evs []eventstore.RecordedEvent) error {
-		last := evs[len(evs)-1].Position
-		err := sqldb.InTx(ctx, r.DB, func(tx *sql.Tx) error {
-			if err := lockCheckpoint(ctx, r.DB, tx, name); err != nil {
-				return err
-			}
-			if err := l.fence(ctx, tx); err != nil {
-				return err
-			}
-			if r.Build == 0 {
-				st, err := readState(ctx, r.DB, tx, r.Projection.Name(), true)
-				if err != nil {
-					return err
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	queue := make(chan pending, 1)
+	applied := make(chan struct{})
+	go func() {
+		defer close(applied)
+		for p := range queue {
+			if err := r.applyBatch(ctx, l, gen, name, p); err != nil {
+				cancel(err)
+				for range queue { // drain so the subscription never blocks
 				}
-				if st.ActiveGen != gen {
-					return errGenerationChanged
-				}
+				return
 			}
-			b := &Batch{Tx: tx, DB: r.DB, Gen: gen, Replaying: r.Build != 0, Now: r.Now(), effects: r.effects}
-			if err := applyParking(ctx, r.Projection, b, name, evs, r.Now()); err != nil {
-				return err
+		}
+	}()
+	prep, _ := r.Projection.(Preparer)
+	err = r.Store.Subscribe(ctx, from, func(ctx context.Context, evs []eventstore.RecordedEvent) error {
+		p := pending{evs: evs}
+		if prep != nil {
+			if v, perr := prep.Prepare(evs); perr == nil {
+				p.prepared = v // on failure Apply prepares again, and the failing stream parks
 			}
-			return saveCheckpoint(ctx, r.DB, tx, name, last, r.Now())
-		})
-		if errors.Is(err, ErrLeaseLost) || errors.Is(err, errGenerationChanged) {
+		}
+		select {
+		case queue <- p:
+			return nil
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
+	})
+	close(queue)
+	<-applied
+	if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
+		return cause
+	}
+	return err
+}
+
+// applyBatch commits one batch's output and checkpoint in one transaction.
+func (r *Runner) applyBatch(ctx context.Context, l *lease, gen Generation, name string, p pending) error {
+	last := p.evs[len(p.evs)-1].Position
+	err := sqldb.InTx(ctx, r.DB, func(tx *sql.Tx) error {
+		if err := lockCheckpoint(ctx, r.DB, tx, name); err != nil {
 			return err
 		}
-		if err != nil {
-			return fmt.Errorf("apply batch ending at %v: %w", last, err)
+		if err := l.fence(ctx, tx); err != nil {
+			return err
 		}
-		return r.update(ctx, last, uint64(len(evs)))
+		if r.Build == 0 {
+			st, err := readState(ctx, r.DB, tx, r.Projection.Name(), true)
+			if err != nil {
+				return err
+			}
+			if st.ActiveGen != gen {
+				return errGenerationChanged
+			}
+		}
+		b := &Batch{Tx: tx, DB: r.DB, Gen: gen, Replaying: r.Build != 0, Now: r.Now(), Prepared: p.prepared, effects: r.effects}
+		if err := applyParking(ctx, r.Projection, b, name, p.evs, r.Now()); err != nil {
+			return err
+		}
+		return saveCheckpoint(ctx, r.DB, tx, name, last, r.Now())
 	})
+	if errors.Is(err, ErrLeaseLost) || errors.Is(err, errGenerationChanged) {
+		return err
+	}
+	if err != nil {
+		return fmt.Errorf("apply batch ending at %v: %w", last, err)
+	}
+	return r.update(ctx, last, uint64(len(p.evs)))
 }
 
 // update records that the checkpoint is at position at after n more events, with fresh lag and
@@ -428,9 +487,16 @@ func (r *Runner) update(ctx context.Context, at eventstore.Position, n uint64) e
 		return fmt.Errorf("read head: %w", err)
 	}
 	caughtUp := !at.Less(head)
-	lagEvents := int64(0)
-	var lagSeconds float64
-	if !caughtUp {
+	now := r.Now()
+	r.mu.Lock()
+	lagEvents, lagSeconds, parked := r.status.LagEvents, r.status.LagSeconds, r.status.Parked
+	stale := now.Sub(r.statsAt) >= StatsInterval || n == 0
+	r.mu.Unlock()
+	switch {
+	case caughtUp:
+		lagEvents, lagSeconds = 0, 0
+	case stale:
+		// Counting and dating the backlog cost a scan: done at most every StatsInterval.
 		lagEvents = -1
 		if c, ok := r.Store.(eventstore.Counter); ok {
 			if n, err := c.CountAfter(ctx, at); err == nil {
@@ -438,19 +504,25 @@ func (r *Runner) update(ctx context.Context, at eventstore.Position, n uint64) e
 			}
 		}
 		if next, err := r.Store.ReadAll(ctx, at, 1); err == nil && len(next) == 1 {
-			lagSeconds = max(0, r.Now().Sub(next[0].RecordedAt).Seconds())
+			lagSeconds = max(0, now.Sub(next[0].RecordedAt).Seconds())
 		}
+	case lagEvents >= int64(n):
+		lagEvents -= int64(n)
 	}
 	gen := r.currentGen()
-	parked, err := countParked(ctx, r.DB, checkpointName(r.Projection, gen))
-	if err != nil {
-		return err
+	if stale || caughtUp {
+		if parked, err = countParked(ctx, r.DB, checkpointName(r.Projection, gen)); err != nil {
+			return err
+		}
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if stale {
+		r.statsAt = now
+	}
 	r.status.Position, r.status.Generation = at, gen
 	r.status.Processed += n
-	r.status.Heartbeat = r.Now()
+	r.status.Heartbeat = now
 	r.status.Head, r.status.CaughtUp = head, caughtUp
 	r.status.LagEvents, r.status.LagSeconds, r.status.Parked = lagEvents, lagSeconds, parked
 	if caughtUp {
@@ -461,6 +533,9 @@ func (r *Runner) update(ctx context.Context, at eventstore.Position, n uint64) e
 	r.progress = make(chan struct{})
 	return nil
 }
+
+// StatsInterval bounds how often a runner counts its backlog while behind.
+const StatsInterval = time.Second
 
 func (r *Runner) currentGen() Generation {
 	r.mu.Lock()

@@ -10,7 +10,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
+	"sync"
 
 	"github.com/casebook/casebook/domain"
 	"github.com/casebook/casebook/eventstore"
@@ -63,7 +65,10 @@ CREATE TABLE IF NOT EXISTS qm_timeline{g} (
 // Projection builds the query model.
 type Projection struct{}
 
-var _ projections.Projection = (*Projection)(nil)
+var (
+	_ projections.Projection = (*Projection)(nil)
+	_ projections.Preparer   = (*Projection)(nil)
+)
 
 // New returns the projection.
 func New() *Projection { return &Projection{} }
@@ -113,21 +118,60 @@ type decoded struct {
 	data    []byte
 }
 
-// Apply implements projections.Projection.
-func (*Projection) Apply(ctx context.Context, b *projections.Batch) error {
-	var evs []decoded
-	keys := map[key]bool{}
-	for _, r := range b.Events {
-		if !strings.HasPrefix(r.StreamID, "inquiry-") {
-			continue
-		}
-		d, err := decode(r)
-		if err != nil {
-			return fmt.Errorf("%s revision %d: %w", r.StreamID, r.Revision, err)
-		}
-		evs = append(evs, d)
-		keys[d.key] = true
+// prepared is a decoded batch.
+type prepared struct {
+	evs  []decoded
+	keys map[key]bool
+}
+
+// Prepare implements projections.Preparer: it decodes a batch, using both cores for large ones.
+func (*Projection) Prepare(recs []eventstore.RecordedEvent) (any, error) {
+	out := make([]decoded, len(recs))
+	errs := make([]error, len(recs))
+	workers := 1
+	if len(recs) >= 256 {
+		workers = max(1, min(runtime.GOMAXPROCS(0), 4))
 	}
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			for i := w; i < len(recs); i += workers {
+				r := recs[i]
+				if !strings.HasPrefix(r.StreamID, "inquiry-") {
+					continue
+				}
+				if out[i], errs[i] = decode(r); errs[i] != nil {
+					errs[i] = fmt.Errorf("%s revision %d: %w", r.StreamID, r.Revision, errs[i])
+				}
+			}
+		})
+	}
+	wg.Wait()
+	p := &prepared{keys: map[key]bool{}}
+	for i, d := range out {
+		if errs[i] != nil {
+			return nil, errs[i]
+		}
+		if d.typ == "" {
+			continue // not an inquiry stream
+		}
+		p.evs = append(p.evs, d)
+		p.keys[d.key] = true
+	}
+	return p, nil
+}
+
+// Apply implements projections.Projection.
+func (q *Projection) Apply(ctx context.Context, b *projections.Batch) error {
+	p, ok := b.Prepared.(*prepared)
+	if !ok {
+		v, err := q.Prepare(b.Events)
+		if err != nil {
+			return err
+		}
+		p = v.(*prepared)
+	}
+	evs, keys := p.evs, p.keys
 	if len(evs) == 0 {
 		return nil
 	}
@@ -138,11 +182,13 @@ func (*Projection) Apply(ctx context.Context, b *projections.Batch) error {
 	}
 	timeline := make([]timelineRow, 0, len(evs))
 	for _, d := range evs {
-		tl, err := fold(rows, d)
+		tl, fresh, err := fold(rows, d)
 		if err != nil {
 			return fmt.Errorf("inquiry %s version %d: %w", d.key.id, d.version, err)
 		}
-		timeline = append(timeline, tl)
+		if fresh {
+			timeline = append(timeline, tl)
+		}
 	}
 	if err := upsert(ctx, b, inq, rows); err != nil {
 		return err
@@ -170,28 +216,33 @@ func decode(r eventstore.RecordedEvent) (decoded, error) {
 // errNoInquiry: an event for an inquiry whose first event was not applied (its stream parks).
 var errNoInquiry = errors.New("event for an inquiry that was never received")
 
-// fold applies one event to the rows and returns its timeline entry. Events at or below a row's
-// version were applied before and change nothing.
-func fold(rows map[key]*row, d decoded) (timelineRow, error) {
+// fold applies one event to the rows and returns its timeline entry, and whether the entry is new.
+// Events at or below a row's version were applied before and change nothing. The inquiry row and
+// its timeline are written in one transaction, so a row at version v has timeline entries 1..v: a
+// plain insert of the new entries cannot collide, and the write path needs no ON CONFLICT probe.
+func fold(rows map[key]*row, d decoded) (timelineRow, bool, error) {
 	at := d.meta.OccurredAt.UnixNano()
 	tl := timelineRow{tenant: d.key.tenant, id: d.key.id, version: d.version, typ: d.typ, actor: string(d.meta.Actor), at: at, data: string(d.data)}
 	r := rows[d.key]
 	if e, ok := d.event.(domain.InquiryReceived); ok {
 		b, _ := json.Marshal(map[string]any{"source": e.Source, "category": e.Category, "priority": e.Priority})
 		tl.data = string(b) // personal fields stay on the detail row
-		if r == nil {
+		if r != nil {
+			return tl, false, nil
+		}
+		{
 			rows[d.key] = &row{tenant: d.key.tenant, id: d.key.id, receipt: e.Receipt, version: d.version,
 				status: string(domain.StatusNew), priority: string(e.Priority), source: string(e.Source), cat: e.Category,
 				subject: e.Subject, message: e.Message, name: e.Requester.Name, email: e.Requester.Email,
 				created: at, updated: at, dirty: true}
 		}
-		return tl, nil
+		return tl, true, nil
 	}
 	if r == nil {
-		return tl, errNoInquiry
+		return tl, false, errNoInquiry
 	}
 	if d.version <= r.version {
-		return tl, nil
+		return tl, false, nil
 	}
 	switch e := d.event.(type) {
 	case domain.InquiryTriaged:
@@ -204,7 +255,7 @@ func fold(rows map[key]*row, d decoded) (timelineRow, error) {
 	case domain.NoteAdded:
 	}
 	r.version, r.updated, r.dirty = d.version, at, true
-	return tl, nil
+	return tl, true, nil
 }
 
 const inquiryCols = `tenant_id, id, receipt, version, status, priority, owner, team, source, category, subject, message,
@@ -217,22 +268,39 @@ func load(ctx context.Context, b *projections.Batch, table string, keys map[key]
 	for k := range keys {
 		all = append(all, k)
 	}
-	const chunk = 400
+	const chunk = 1000
 	for i := 0; i < len(all); i += chunk {
 		part := all[i:min(i+chunk, len(all))]
-		args := make([]any, 0, 2*len(part))
-		for _, k := range part {
-			args = append(args, k.tenant, k.id)
+		tenants, ids := make([]string, len(part)), make([]string, len(part))
+		for j, k := range part {
+			tenants[j], ids[j] = k.tenant, k.id
 		}
-		q := `SELECT ` + inquiryCols + ` FROM ` + table + ` WHERE (tenant_id, id) IN (VALUES ` + placeholders(len(part), 2) + `)`
-		if err := loadChunk(ctx, b, q, args, out); err != nil {
+		var q string
+		var args []any
+		if b.DB.Dialect == sqldb.Postgres {
+			// One index probe per key.
+			q = `SELECT ` + inquiryCols + ` FROM ` + table + ` JOIN unnest($1::text[], $2::text[]) AS k(t, i)
+				ON tenant_id = k.t AND id = k.i`
+			args = []any{tenants, ids}
+		} else {
+			// tenant IN (…) AND id IN (…) seeks the primary key; extra rows of the cross product
+			// (another tenant with the same id) are dropped by loadChunk.
+			q = `SELECT ` + inquiryCols + ` FROM ` + table + ` WHERE tenant_id IN (` + marks(len(part)) + `) AND id IN (` + marks(len(part)) + `)`
+			for _, t := range tenants {
+				args = append(args, t)
+			}
+			for _, id := range ids {
+				args = append(args, id)
+			}
+		}
+		if err := loadChunk(ctx, b, q, args, keys, out); err != nil {
 			return nil, err
 		}
 	}
 	return out, nil
 }
 
-func loadChunk(ctx context.Context, b *projections.Batch, q string, args []any, out map[key]*row) error {
+func loadChunk(ctx context.Context, b *projections.Batch, q string, args []any, want map[key]bool, out map[key]*row) error {
 	rs, err := b.Tx.QueryContext(ctx, b.DB.Rebind(q), args...)
 	if err != nil {
 		return err
@@ -244,7 +312,9 @@ func loadChunk(ctx context.Context, b *projections.Batch, q string, args []any, 
 			&r.cat, &r.subject, &r.message, &r.name, &r.email, &r.created, &r.updated, &r.closed); err != nil {
 			return err
 		}
-		out[key{r.tenant, r.id}] = r
+		if k := (key{r.tenant, r.id}); want[k] {
+			out[k] = r
+		}
 	}
 	return rs.Err()
 }
@@ -256,6 +326,42 @@ func upsert(ctx context.Context, b *projections.Batch, table string, rows map[ke
 		if r.dirty {
 			dirty = append(dirty, r)
 		}
+	}
+	if len(dirty) == 0 {
+		return nil
+	}
+	const onConflict = ` ON CONFLICT (tenant_id, id) DO UPDATE SET version = excluded.version, status = excluded.status,
+		priority = excluded.priority, owner = excluded.owner, team = excluded.team, updated_at = excluded.updated_at,
+		closed_at = excluded.closed_at WHERE `
+	if b.DB.Dialect == sqldb.Postgres {
+		// One statement with one array per column: no per-row parameters to parse and bind.
+		cols := make([][]string, 14)
+		ints := make([][]int64, 3)
+		closed := make([]*int64, len(dirty))
+		for i := range cols {
+			cols[i] = make([]string, len(dirty))
+		}
+		for i := range ints {
+			ints[i] = make([]int64, len(dirty))
+		}
+		for i, r := range dirty {
+			for j, v := range []string{r.tenant, r.id, r.receipt, r.status, r.priority, r.owner, r.team, r.source, r.cat, r.subject, r.message, r.name, r.email} {
+				cols[j][i] = v
+			}
+			ints[0][i], ints[1][i], ints[2][i] = int64(r.version), r.created, r.updated
+			if r.closed.Valid {
+				v := r.closed.Int64
+				closed[i] = &v
+			}
+		}
+		q := `INSERT INTO ` + table + ` (tenant_id, id, receipt, status, priority, owner, team, source, category, subject, message,
+			requester_name, requester_email, version, created_at, updated_at, closed_at)
+			SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[],
+				$9::text[], $10::text[], $11::text[], $12::text[], $13::text[], $14::bigint[], $15::bigint[], $16::bigint[], $17::bigint[])` +
+			onConflict + table + `.version < excluded.version`
+		_, err := b.Tx.ExecContext(ctx, q, cols[0], cols[1], cols[2], cols[3], cols[4], cols[5], cols[6], cols[7], cols[8], cols[9],
+			cols[10], cols[11], cols[12], ints[0], ints[1], ints[2], closed)
+		return err
 	}
 	const chunk = 200
 	for i := 0; i < len(dirty); i += chunk {
@@ -269,10 +375,7 @@ func upsert(ctx context.Context, b *projections.Batch, table string, rows map[ke
 			args = append(args, r.tenant, r.id, r.receipt, r.version, r.status, r.priority, r.owner, r.team, r.source,
 				r.cat, r.subject, r.message, r.name, r.email, r.created, r.updated, closed)
 		}
-		q := `INSERT INTO ` + table + ` (` + inquiryCols + `) VALUES ` + placeholders(len(part), 17) + `
-			ON CONFLICT (tenant_id, id) DO UPDATE SET version = excluded.version, status = excluded.status,
-			priority = excluded.priority, owner = excluded.owner, team = excluded.team, updated_at = excluded.updated_at,
-			closed_at = excluded.closed_at WHERE ` + table + `.version < excluded.version`
+		q := `INSERT INTO ` + table + ` (` + inquiryCols + `) VALUES ` + placeholders(len(part), 17) + onConflict + table + `.version < excluded.version`
 		if err := b.Exec(ctx, q, args...); err != nil {
 			return err
 		}
@@ -281,6 +384,19 @@ func upsert(ctx context.Context, b *projections.Batch, table string, rows map[ke
 }
 
 func insertTimeline(ctx context.Context, b *projections.Batch, table string, rows []timelineRow) error {
+	if b.DB.Dialect == sqldb.Postgres {
+		n := len(rows)
+		tenant, id, typ, actor, data := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+		version, at := make([]int64, n), make([]int64, n)
+		for i, t := range rows {
+			tenant[i], id[i], typ[i], actor[i], data[i] = t.tenant, t.id, t.typ, t.actor, t.data
+			version[i], at[i] = int64(t.version), t.at
+		}
+		_, err := b.Tx.ExecContext(ctx, `INSERT INTO `+table+` (tenant_id, inquiry_id, version, type, actor, occurred_at, data)
+			SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::text[], $5::text[], $6::bigint[], $7::text[])`,
+			tenant, id, version, typ, actor, at, data)
+		return err
+	}
 	const chunk = 500
 	for i := 0; i < len(rows); i += chunk {
 		part := rows[i:min(i+chunk, len(rows))]
@@ -289,13 +405,15 @@ func insertTimeline(ctx context.Context, b *projections.Batch, table string, row
 			args = append(args, t.tenant, t.id, t.version, t.typ, t.actor, t.at, t.data)
 		}
 		q := `INSERT INTO ` + table + ` (tenant_id, inquiry_id, version, type, actor, occurred_at, data) VALUES ` +
-			placeholders(len(part), 7) + ` ON CONFLICT (tenant_id, inquiry_id, version) DO NOTHING`
+			placeholders(len(part), 7)
 		if err := b.Exec(ctx, q, args...); err != nil {
 			return err
 		}
 	}
 	return nil
 }
+
+func marks(n int) string { return strings.TrimSuffix(strings.Repeat("?, ", n), ", ") }
 
 // placeholders returns n groups of width ? marks: (?, ?), (?, ?).
 func placeholders(n, width int) string {
