@@ -53,7 +53,7 @@ func syntheticLog(n int, fn func(stream string, rev uint64, id, typ string, data
 			}
 			typ, data, _ := domain.Encode(e)
 			meta, _ := json.Marshal(domain.Metadata{TenantID: tenant, Actor: "op", CommandID: "c", OccurredAt: at.Add(time.Duration(i) * time.Second), SchemaVersion: 1})
-			if err := fn(stream, uint64(rev), eventstore.DeterministicID(string(stream), rev), typ, data, meta); err != nil {
+			if err := fn(stream, uint64(rev), eventstore.DeterministicID(stream, rev), typ, data, meta); err != nil {
 				return err
 			}
 		}
