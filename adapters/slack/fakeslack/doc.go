@@ -1,0 +1,32 @@
+// Package fakeslack is a stateful fake of the Slack Web API methods Casebook
+// uses: auth.test, chat.postMessage, chat.update, chat.delete and
+// conversations.history. Other methods answer unknown_method.
+//
+// It encodes our reading of Slack's behaviour, from Slack's method reference,
+// slack-go v0.35.0 and the notes in shared/seeds. Where it had to guess, the
+// guess is named here and in the code:
+//
+//   - Answers: HTTP 200 with {"ok":false,"error":code}; 429 with Retry-After
+//     (whole seconds) and error "ratelimited"; injected 5xx carry an HTML body.
+//   - Auth: the token comes from "Authorization: Bearer" or the token
+//     argument. Missing is not_authed, unknown invalid_auth, revoked
+//     token_revoked, a missing scope missing_scope with needed and provided.
+//   - Messages: ts strings are unique and increasing ("1700000000.000100"),
+//     from the server's Clock. A reply to a reply joins the root's thread; a
+//     reply whose parent does not exist is posted unthreaded (guess, after
+//     what slack-go documents for deleted parents). Only the token's own
+//     messages can be updated or deleted. Deleting a parent that has replies
+//     leaves a "tombstone". conversations.history returns top-level messages
+//     newest first, pages with a next_ts cursor, and includes metadata only
+//     with include_all_metadata (our reading of the docs).
+//   - Rate limits: a fixed window per method on the server's Clock (Slack's
+//     tiers allow bursts; this is a simplification). Injected faults take
+//     precedence and do not spend the budget.
+//
+// Fault injection (FailNext, AddRule) answers the next matching calls with a
+// Slack error, an HTTP status, a 429, or applies the write and then hangs
+// (TimeoutAfterApply) or drops the connection (DropAfterApply), so the
+// client cannot know whether it happened. Calls, FiredFaults and Messages
+// show what the server saw and holds; InjectMessage, EditMessage and
+// RemoveMessage change state by hand, to play people and forgers.
+package fakeslack
