@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 
@@ -93,4 +94,26 @@ func (b *testBundle) do(t *testing.T, req *http.Request) rawAnswer {
 		}
 	}
 	return a
+}
+
+// postForm calls method with a form body.
+func (b *testBundle) postForm(t *testing.T, method string, form url.Values) rawAnswer {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, b.srv.URL()+method, strings.NewReader(form.Encode()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	return b.do(t, req)
+}
+
+func richText(text string) []slack.RichTextBlock {
+	return []slack.RichTextBlock{*slack.NewRichTextBlock("", slack.NewRichTextSection(slack.NewRichTextSectionTextElement(text, nil)))}
+}
+
+// richTextJSON is the rich_text value Slack takes for plain text.
+func richTextJSON(text string) []any {
+	return []any{map[string]any{"type": "rich_text", "elements": []any{map[string]any{
+		"type": "rich_text_section", "elements": []any{map[string]any{"type": "text", "text": text}},
+	}}}}
 }

@@ -22,6 +22,10 @@ const (
 	ScopeListsWrite      = "lists:write"
 )
 
+// DefaultRowCap is the per-List row cap when Options.RowCap is 0. Slack's cap
+// depends on the plan and is not published per method; 1000 is a guess.
+const DefaultRowCap = 1000
+
 // Options configures a Server. The zero value is usable.
 type Options struct {
 	// Token is the one bot token the fake accepts (default "xoxb-fake-token").
@@ -40,6 +44,8 @@ type Options struct {
 	// standing at 2023-11-14T22:13:20Z (unix 1700000000).
 	Clock Clock
 
+	// RowCap is the default cap on a List's active rows (DefaultRowCap if 0).
+	RowCap int
 	// RateLimits per method name, e.g. "chat.postMessage".
 	RateLimits map[string]RateLimit
 
@@ -63,6 +69,7 @@ type Server struct {
 	ids      map[string]int64
 	lastTS   int64 // microseconds of the last timestamp handed out
 	channels map[string]*channel
+	lists    map[string]*list
 	revoked  bool
 	scopes   map[string]bool // nil: all
 
@@ -98,11 +105,15 @@ func New(opts Options) *Server {
 	if opts.Clock == nil {
 		opts.Clock = SystemClock()
 	}
+	if opts.RowCap <= 0 {
+		opts.RowCap = DefaultRowCap
+	}
 	s := &Server{
 		opts:        opts,
 		clock:       opts.Clock,
 		ids:         map[string]int64{},
 		channels:    map[string]*channel{},
+		lists:       map[string]*list{},
 		counts:      map[string]int{},
 		limits:      map[string]RateLimit{},
 		windows:     map[string]*rateWindow{},
@@ -289,6 +300,18 @@ func lookupMethod(name string) (methodSpec, bool) {
 		return methodSpec{scope: ScopeChatWrite, fn: (*Server).chatDelete}, true
 	case "conversations.history":
 		return methodSpec{scope: ScopeChannelsHistory, fn: (*Server).conversationsHistory}, true
+	case "slackLists.create":
+		return methodSpec{scope: ScopeListsWrite, fn: (*Server).listsCreate}, true
+	case "slackLists.items.create":
+		return methodSpec{scope: ScopeListsWrite, fn: (*Server).itemsCreate}, true
+	case "slackLists.items.update":
+		return methodSpec{scope: ScopeListsWrite, fn: (*Server).itemsUpdate}, true
+	case "slackLists.items.delete":
+		return methodSpec{scope: ScopeListsWrite, fn: (*Server).itemsDelete}, true
+	case "slackLists.items.info":
+		return methodSpec{scope: ScopeListsRead, fn: (*Server).itemsInfo}, true
+	case "slackLists.items.list":
+		return methodSpec{scope: ScopeListsRead, fn: (*Server).itemsList}, true
 	}
 	return methodSpec{}, false
 }
@@ -502,11 +525,17 @@ func writeAnswer(w http.ResponseWriter, a answer) {
 	_ = json.NewEncoder(w).Encode(a.body)
 }
 
+// idBase and idStride make ids that look like Slack's ("Rec018B00063Z").
+const (
+	idBase   = 36*36*36*36*36*36*36*36 + 8*36*36*36*36*36*36*36 + 11*36*36*36*36*36*36
+	idStride = 7919
+)
+
 // newIDLocked returns prefix followed by ten upper-case base-36 characters,
 // increasing per prefix, so ids sort in creation order.
 func (s *Server) newIDLocked(prefix string) string {
 	s.ids[prefix]++
-	n := strings.ToUpper(strconv.FormatInt(36*36*36*36*36*36*36+s.ids[prefix], 36))
+	n := strings.ToUpper(strconv.FormatInt(idBase+s.ids[prefix]*idStride, 36))
 	return prefix + strings.Repeat("0", 10-len(n)) + n
 }
 
