@@ -480,6 +480,7 @@ func (s *Server) afterApply(w http.ResponseWriter, r *http.Request, f Fault, seq
 	select {
 	case <-r.Context().Done():
 	case <-s.done:
+		panic(http.ErrAbortHandler) // drop the connection rather than answer 200 with no body
 	case <-fire:
 		s.mu.Lock()
 		s.calls[seq-1].Status = http.StatusGatewayTimeout
