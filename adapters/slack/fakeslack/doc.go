@@ -9,9 +9,10 @@
 //
 //   - Answers: HTTP 200 with {"ok":false,"error":code}; 429 with Retry-After
 //     (whole seconds) and error "ratelimited"; injected 5xx carry an HTML body.
-//   - Auth: the token comes from "Authorization: Bearer" or the token
-//     argument. Missing is not_authed, unknown invalid_auth, revoked
-//     token_revoked, a missing scope missing_scope with needed and provided.
+//   - Auth: the token comes from "Authorization: Bearer" or, in a form or
+//     query, the token argument. Missing is not_authed, unknown invalid_auth,
+//     revoked token_revoked, a missing scope missing_scope with needed and
+//     provided.
 //   - Messages: ts strings are unique and increasing ("1700000000.000100"),
 //     from the server's Clock. A reply to a reply joins the root's thread; a
 //     reply whose parent does not exist is posted unthreaded (guess, after
@@ -22,8 +23,10 @@
 //     with include_all_metadata (our reading of the docs).
 //   - Lists: no events and no upsert: items.create makes a new row every time
 //     it is called. Cells are addressed by column_id with a typed value key
-//     (rich_text for text columns, select, date, user, …); other keys and the
-//     legacy key/value form are invalid_input_type. Unknown column ids are
+//     (rich_text for text columns, select, date, user, …); any other key,
+//     plain "text" included, is invalid_input_type. A cell without column_id
+//     (the legacy key/value form) is column_id_not_provided in items.update,
+//     invalid_column_id in items.create (guess). Unknown column ids are
 //     invalid_column_id; unknown select options invalid_option_id; bad dates
 //     invalid_date. items.update checks every cell before applying any
 //     (guess), and puts all row_id_to_create cells in one new row (guess).

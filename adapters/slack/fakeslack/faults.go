@@ -63,7 +63,7 @@ type Fault struct {
 	Code       string        // FaultSlackError
 	Status     int           // FaultHTTPStatus
 	RetryAfter time.Duration // FaultRateLimited; rounded up to whole seconds, at least 1
-	Delay      time.Duration // FaultTimeoutAfterApply; 0 waits for the client only
+	Delay      time.Duration // FaultTimeoutAfterApply; 0 waits for the client or Close only
 }
 
 // SlackError answers {"ok":false,"error":code} with HTTP 200. For
