@@ -265,7 +265,7 @@ func (r *Runner) resolveGeneration(ctx context.Context) (Generation, error) {
 			return st.ActiveGen, nil
 		}
 		r.setState(StateRebuildRequired)
-		if err := sleep(ctx, r.LeaseTTL/3); err != nil {
+		if err := sleep(ctx, min(r.LeaseTTL/3, time.Second)); err != nil {
 			return 0, err
 		}
 	}

@@ -129,11 +129,15 @@ func (sf *storageFlags) config(log *slog.Logger) app.Config {
 func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	fs, sf := newFlags("serve", stderr)
 	addr := fs.String("addr", envOr("CASEBOOK_ADDR", "127.0.0.1:8080"), "listen address (CASEBOOK_ADDR)")
+	rebuildStale := fs.Bool("rebuild-stale", envOr("CASEBOOK_REBUILD_STALE", "") == "true",
+		"rebuild in the background every projection built by another code version (CASEBOOK_REBUILD_STALE=true)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	log := logger(stderr)
-	a, err := sf.open(ctx, log)
+	cfg := sf.config(log)
+	cfg.RebuildStale = *rebuildStale
+	a, err := app.Open(ctx, cfg)
 	if err != nil {
 		return err
 	}

@@ -40,8 +40,12 @@ type Config struct {
 	EventStoreURL string
 	// LeaseTTL is how long a dead replica keeps its subscribers (Postgres modes).
 	LeaseTTL time.Duration
-	Logger   *slog.Logger
-	Now      func() time.Time
+	// RebuildStale makes Serve rebuild, in the background, every projection whose stored generation
+	// was built by another version of its code. Without it such a projection is reported (log,
+	// /readyz, metrics) and waits for casebook replay.
+	RebuildStale bool
+	Logger       *slog.Logger
+	Now          func() time.Time
 	// ShutdownTimeout bounds how long in-flight requests may finish on stop.
 	ShutdownTimeout time.Duration
 }
@@ -223,6 +227,7 @@ func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 	for _, r := range a.Runners {
 		wg.Go(func() { _ = r.Run(subCtx) })
 	}
+	wg.Go(func() { a.checkVersions(subCtx) })
 	srv := &http.Server{
 		Handler:           a.Handler(),
 		ReadHeaderTimeout: 10 * time.Second,
@@ -252,6 +257,28 @@ func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 	}
 	a.Config.Logger.Info("casebook stopped")
 	return err
+}
+
+// checkVersions reports projections whose stored generation is of another code version, and with
+// RebuildStale rebuilds them.
+func (a *App) checkVersions(ctx context.Context) {
+	for _, r := range a.Runners {
+		d, err := projections.Describe(ctx, a.DB, a.Store, r.Projection)
+		if err != nil || !d.NeedsRebuild {
+			continue
+		}
+		if !a.Config.RebuildStale {
+			a.Config.Logger.Warn("projection needs a rebuild; run casebook replay --projection "+d.Name+" or serve with --rebuild-stale",
+				"projection", d.Name, "stored_version", d.State.ActiveVersion, "code_version", d.CodeVersion)
+			continue
+		}
+		a.Config.Logger.Info("rebuilding stale projection", "projection", d.Name, "stored_version", d.State.ActiveVersion, "code_version", d.CodeVersion)
+		if _, err := projections.Rebuild(ctx, a.Store, a.DB, r.Projection, projections.RebuildOptions{
+			Logger: a.Config.Logger, Now: a.Config.Now, LeaseTTL: a.Config.LeaseTTL,
+		}); err != nil && ctx.Err() == nil {
+			a.Config.Logger.Error("rebuild of stale projection failed", "projection", d.Name, "err", err)
+		}
+	}
 }
 
 // Close releases storage.

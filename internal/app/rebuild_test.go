@@ -128,3 +128,37 @@ func TestRebuildUnderLoadPostgres(t *testing.T) {
 	t.Parallel()
 	rebuildUnderLoad(t, app.Config{DatabaseURL: pgtest.URL(t)})
 }
+
+// TestServeRebuildsStaleProjection: a generation built by another code version keeps the server not
+// ready; with RebuildStale the server rebuilds it in the background and becomes ready on the new one.
+func TestServeRebuildsStaleProjection(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	a, err := app.Open(t.Context(), app.Config{DataDir: dir, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, _, err := a.Tenancy.CreateTenant(t.Context(), "acme"); err != nil {
+		t.Fatal(err)
+	}
+	// Pretend the stored generation was built by an older version of the code.
+	if _, err := a.DB.ExecContext(t.Context(), `UPDATE projection_state SET active_version = 0 WHERE name = 'querymodel'`); err != nil {
+		t.Fatal(err)
+	}
+	_ = a.Close()
+	b, base := serve(t, app.Config{DataDir: dir, RebuildStale: true})
+	call(t, "POST", base+"/v1/public/acme/inquiries", "", nil, `{"email":"a@b.co","subject":"s","message":"m"}`, 202)
+	r := b.QueryModel()
+	head, err := b.Store.Head(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.WaitFor(t.Context(), head); err != nil {
+		t.Fatal(err)
+	}
+	st, err := projections.ReadState(t.Context(), b.DB, "querymodel")
+	if err != nil || st.ActiveVersion != 1 || st.ActiveGen != 2 {
+		t.Fatalf("state after the background rebuild = %+v, %v", st, err)
+	}
+	call(t, "GET", base+"/readyz", "", nil, "", 200)
+}
