@@ -27,7 +27,10 @@ const Name = "querymodel"
 // rebuilds the query model before serving it (casebook replay --projection querymodel).
 const Version = 1
 
-// schema is the DDL of one generation; {g} is the generation suffix.
+// Schema returns the DDL of one generation ({g} stands for the generation suffix). A test ties it
+// to Version, so a schema change without a version bump fails the build.
+func Schema() string { return schema }
+
 const schema = `
 CREATE TABLE IF NOT EXISTS qm_inquiries{g} (
 	tenant_id       TEXT   NOT NULL,

@@ -2,6 +2,8 @@ package querymodel_test
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"path/filepath"
 	"sync"
@@ -211,4 +213,18 @@ func TestQueriesAreTenantScoped(t *testing.T) {
 			t.Fatalf("detail = %+v, %v", q, err)
 		}
 	})
+}
+
+// TestVersionTracksSchema fails when the tables change without a Version bump: a stored generation
+// of the old shape must be rebuilt, not served. On a deliberate change, bump Version and record the
+// new schema's hash here.
+func TestVersionTracksSchema(t *testing.T) {
+	t.Parallel()
+	hashes := map[int]string{
+		1: "8d8fc9c8c59999b593de952fb9e6f61dd97bfd80bad7dd89672d7596af57d21a",
+	}
+	sum := sha256.Sum256([]byte(querymodel.Schema()))
+	if got := hex.EncodeToString(sum[:]); hashes[querymodel.Version] != got {
+		t.Fatalf("querymodel schema hash %s does not match Version %d: bump Version and record the hash", got, querymodel.Version)
+	}
 }
