@@ -48,10 +48,19 @@ func TestTwoReplicasOnePostgres(t *testing.T) {
 			t.Fatalf("consistent read: %d %v %v", code, m, err)
 		}
 	}
-	if err := a.cmd.Process.Kill(); err != nil {
+	// Kill the replica that owns the query model, so the survivor must take it over.
+	owner, survivor := a, b
+	if owns(t, b, tenant.AdminToken) {
+		owner, survivor = b, a
+	}
+	if !owns(t, owner, tenant.AdminToken) || owns(t, survivor, tenant.AdminToken) {
+		t.Fatal("want exactly one owner of the query model")
+	}
+	if err := owner.cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
-	<-a.done
+	<-owner.done
+	b = survivor
 	submit(b, "c", 40)
 
 	seen := map[string]int{}
@@ -87,4 +96,24 @@ func TestTwoReplicasOnePostgres(t *testing.T) {
 	if len(seen) != len(acked) {
 		t.Errorf("listed %d inquiries, acknowledged %d", len(seen), len(acked))
 	}
+	if !owns(t, b, tenant.AdminToken) {
+		t.Error("the survivor does not own the query model")
+	}
+}
+
+// owns asks a replica whether it holds the query model's lease.
+func owns(t *testing.T, s *server, token string) bool {
+	t.Helper()
+	code, m, err := s.do("GET", "/v1/admin/projections", token, "", "")
+	if err != nil || code != 200 {
+		t.Fatalf("admin projections: %d %v %v", code, m, err)
+	}
+	for _, it := range m["items"].([]any) {
+		st := it.(map[string]any)
+		if st["name"] == "querymodel" {
+			return st["owner"] == true
+		}
+	}
+	t.Fatal("no querymodel status")
+	return false
 }
