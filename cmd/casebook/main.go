@@ -1,4 +1,4 @@
-// Command casebook is Casebook's one binary: serve, migrate, tenants, principals and bench.
+// Command casebook is Casebook's one binary: serve, migrate, tenants, principals, tokens and bench.
 //
 // Every subcommand takes the same storage flags as serve, with CASEBOOK_* environment defaults:
 //
@@ -41,9 +41,14 @@ const usage = `usage: casebook <command> [flags]
 commands:
   serve                                      run the HTTP API and the subscribers
   migrate                                    create or upgrade the storage schema, then exit
-  tenants create --slug S                    create a tenant; prints its admin token once
-  principals create --tenant S --name N --role admin|operator|viewer [--team T]
+  tenants create --slug S [--ttl D]          create a tenant; prints its admin token once
+  tenants set-origins --slug S [--origin O]…  trusted browser origins of the tenant's public intake
+  principals create --tenant S --name N --role admin|operator|viewer [--team T] [--ttl D]
                                              create a principal; prints its token once
+  tokens create --tenant S --principal ID [--ttl D]
+                                             mint another token for a principal; prints it once
+  tokens revoke --tenant S (--id TOKEN_ID | --principal ID)
+  tokens list --tenant S [--principal ID]    token ids, expiry and revocation (never the secrets)
   bench [--intakes N] [--concurrency C]      measure intake and command throughput
 
 Run 'casebook <command> -h' for the flags of a command.
@@ -63,6 +68,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return tenants(ctx, rest, stdout, stderr)
 	case "principals":
 		return principals(ctx, rest, stdout, stderr)
+	case "tokens":
+		return tokens(ctx, rest, stdout, stderr)
 	case "bench":
 		return bench(ctx, rest, stdout, stderr)
 	case "help", "-h", "--help":
@@ -135,11 +142,15 @@ func migrate(ctx context.Context, args []string, stdout, stderr io.Writer) error
 }
 
 func tenants(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) > 0 && args[0] == "set-origins" {
+		return setOrigins(ctx, args[1:], stdout, stderr)
+	}
 	if len(args) == 0 || args[0] != "create" {
-		return errors.New("usage: casebook tenants create --slug S")
+		return errors.New("usage: casebook tenants create --slug S [--ttl D] | set-origins --slug S [--origin O]…")
 	}
 	fs, sf := newFlags("tenants create", stderr)
 	slug := fs.String("slug", "", "tenant slug (a-z, 0-9, -)")
+	ttl := ttlFlag(fs)
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
@@ -148,11 +159,17 @@ func tenants(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 	defer a.Close()
+	a.Tenancy.TokenTTL = *ttl
 	t, _, token, err := a.Tenancy.CreateTenant(ctx, *slug)
 	if err != nil {
 		return err
 	}
-	return printJSON(stdout, map[string]string{"tenant_id": string(t.ID), "slug": t.Slug, "admin_token": token})
+	out, err := tokenJSON(ctx, a, t.ID, token)
+	if err != nil {
+		return err
+	}
+	out["tenant_id"], out["slug"], out["admin_token"] = t.ID, t.Slug, token
+	return printJSON(stdout, out)
 }
 
 func principals(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -164,6 +181,7 @@ func principals(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	name := fs.String("name", "", "display name")
 	role := fs.String("role", "operator", "admin, operator or viewer")
 	team := fs.String("team", "", "team (operators assign within their team)")
+	ttl := ttlFlag(fs)
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
@@ -172,11 +190,17 @@ func principals(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return err
 	}
 	defer a.Close()
+	a.Tenancy.TokenTTL = *ttl
 	p, token, err := a.Tenancy.CreatePrincipal(ctx, *tenant, *name, domain.Role(*role), *team)
 	if err != nil {
 		return err
 	}
-	return printJSON(stdout, map[string]string{"principal_id": string(p.ID), "token": token})
+	out, err := tokenJSON(ctx, a, p.TenantID, token)
+	if err != nil {
+		return err
+	}
+	out["principal_id"], out["token"] = p.ID, token
+	return printJSON(stdout, out)
 }
 
 func printJSON(w io.Writer, v any) error {
