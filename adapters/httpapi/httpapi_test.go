@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -389,13 +390,27 @@ func TestHealth(t *testing.T) {
 	if r := tb.do(t, "GET", "/healthz", "", nil, ""); r.status != 200 {
 		t.Fatalf("healthz = %d", r.status)
 	}
-	// Readiness follows the subscribers: wait for the query model to catch up, then expect 200.
+	// Readiness follows the subscribers: wait for the query model to catch up, then expect 200. The
+	// runner publishes its position before it re-reads the head, so probe like a load balancer
+	// would, until a deadline.
 	head, _ := tb.app.Store.Head(t.Context())
 	if err := tb.app.QueryModel().WaitFor(t.Context(), head); err != nil {
 		t.Fatal(err)
 	}
-	if r := tb.do(t, "GET", "/readyz", "", nil, ""); r.status != 200 {
-		t.Fatalf("readyz = %d %s", r.status, r.raw)
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	probe := time.NewTicker(10 * time.Millisecond)
+	defer probe.Stop()
+	for {
+		r := tb.do(t, "GET", "/readyz", "", nil, "")
+		if r.status == 200 {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("readyz = %d %s", r.status, r.raw)
+		case <-probe.C:
+		}
 	}
 }
 

@@ -46,7 +46,7 @@ type Projection interface {
 
 // Server serves the API.
 type Server struct {
-	Commands   *commands.Handler
+	Commands   commands.Executor
 	Reader     *queries.Reader
 	Tenancy    *tenancy.Store
 	QueryModel Projection

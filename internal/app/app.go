@@ -42,6 +42,7 @@ type App struct {
 	Store    eventstore.Store
 	Tenancy  *tenancy.Store
 	Commands *commands.Handler
+	Audit    *commands.AuditLog
 	Reader   *queries.Reader
 	Runners  []*projections.Runner
 
@@ -113,7 +114,7 @@ func (a *App) wire(ctx context.Context) error {
 		return err
 	}
 	a.Runners = []*projections.Runner{qm}
-	return nil
+	return a.wireAudit(ctx)
 }
 
 // QueryModel returns the query-model runner.
@@ -136,7 +137,7 @@ func (a *App) Ready() error {
 // Handler returns the HTTP API.
 func (a *App) Handler() http.Handler {
 	s := &httpapi.Server{
-		Commands: a.Commands, Reader: a.Reader, Tenancy: a.Tenancy, QueryModel: a.QueryModel(),
+		Commands: a.audited(), Reader: a.Reader, Tenancy: a.Tenancy, QueryModel: a.QueryModel(),
 		Head: a.Store.Head, Ready: a.Ready, Logger: a.Config.Logger,
 	}
 	return s.Handler()
