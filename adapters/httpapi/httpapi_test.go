@@ -19,6 +19,7 @@ import (
 	"github.com/casebook/casebook/adapters/httpapi"
 	"github.com/casebook/casebook/domain"
 	"github.com/casebook/casebook/internal/app"
+	"github.com/casebook/casebook/internal/ratelimit"
 )
 
 type testBundle struct {
@@ -49,11 +50,21 @@ func (s *syncBuffer) Write(p []byte) (int, error) {
 	return s.b.Write(p)
 }
 
-func setup(t *testing.T) *testBundle {
+// unlimited turns the public intake's rate limits off, for tests that submit many intakes.
+var unlimited = httpapi.PublicConfig{ClientRate: ratelimit.Rate{Off: true}, TenantRate: ratelimit.Rate{Off: true}}
+
+func setup(t *testing.T) *testBundle { return setupWith(t, nil) }
+
+// setupWith is setup with a configuration edited by edit (nil: no rate limits).
+func setupWith(t *testing.T, edit func(*app.Config)) *testBundle {
 	t.Helper()
 	ctx := t.Context()
 	logs := &syncBuffer{b: &bytes.Buffer{}}
-	a, err := app.Open(ctx, app.Config{DataDir: t.TempDir(), Logger: slog.New(slog.NewJSONHandler(logs, nil))})
+	cfg := app.Config{DataDir: t.TempDir(), Logger: slog.New(slog.NewJSONHandler(logs, nil)), Public: unlimited}
+	if edit != nil {
+		edit(&cfg)
+	}
+	a, err := app.Open(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

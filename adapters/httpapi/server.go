@@ -55,10 +55,16 @@ type Server struct {
 	// Ready reports whether required subscribers are caught up; nil means ready.
 	Ready  func() error
 	Logger *slog.Logger
+	// Public configures the public intake; Handler resolves it once.
+	Public PublicConfig
+	public *publicState
 }
 
 // Handler returns the routed API.
-func (s *Server) Handler() http.Handler { return s.withRequestID(s.router()) }
+func (s *Server) Handler() http.Handler {
+	s.public = newPublicState(s.Public)
+	return s.withRequestID(s.router())
+}
 
 func (s *Server) router() *mux.Router {
 	r := mux.NewRouter()
@@ -212,38 +218,6 @@ func jsonProblem(err error) string {
 		return strings.TrimPrefix(err.Error(), "json: ")
 	}
 	return "malformed JSON"
-}
-
-type publicInquiry struct {
-	Name     string `json:"name"`
-	Email    string `json:"email"`
-	Subject  string `json:"subject"`
-	Message  string `json:"message"`
-	Category string `json:"category"`
-}
-
-func (s *Server) publicIntake(w http.ResponseWriter, r *http.Request) {
-	var in publicInquiry
-	if err := decode(w, r, MaxPublicBody, &in); err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	t, err := s.Tenancy.TenantBySlug(r.Context(), mux.Vars(r)["tenant_slug"])
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	res, err := s.Commands.Intake(r.Context(), commands.Intake{
-		Tenant: t.ID, Source: domain.SourcePublicForm, IdempotencyKey: r.Header.Get("Idempotency-Key"),
-		Requester: domain.Requester{Name: strings.TrimSpace(in.Name), Email: strings.TrimSpace(in.Email)},
-		Subject:   strings.TrimSpace(in.Subject), Message: in.Message, Category: strings.TrimSpace(in.Category),
-		CorrelationID: requestID(r.Context()),
-	})
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusAccepted, map[string]string{"receipt": res.Receipt, "status": "received"})
 }
 
 // waitConsistent honours a read-your-writes request by waiting, boundedly, for the query model to

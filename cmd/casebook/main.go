@@ -18,6 +18,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/casebook/casebook/adapters/httpapi"
 	"github.com/casebook/casebook/domain"
 	"github.com/casebook/casebook/internal/app"
 )
@@ -84,6 +85,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 // storageFlags are shared by every subcommand.
 type storageFlags struct {
 	dataDir string
+	public  httpapi.PublicConfig // serve only
 }
 
 func envOr(name, def string) string {
@@ -106,13 +108,18 @@ func logger(w io.Writer) *slog.Logger {
 }
 
 func (sf *storageFlags) open(ctx context.Context, log *slog.Logger) (*app.App, error) {
-	return app.Open(ctx, app.Config{DataDir: sf.dataDir, Logger: log})
+	return app.Open(ctx, app.Config{DataDir: sf.dataDir, Logger: log, Public: sf.public})
 }
 
 func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	fs, sf := newFlags("serve", stderr)
 	addr := fs.String("addr", envOr("CASEBOOK_ADDR", "127.0.0.1:8080"), "listen address (CASEBOOK_ADDR)")
+	public := publicFlags(fs)
 	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	var err error
+	if sf.public, err = public(); err != nil {
 		return err
 	}
 	log := logger(stderr)

@@ -33,6 +33,8 @@ type Config struct {
 	Now     func() time.Time
 	// ShutdownTimeout bounds how long in-flight requests may finish on stop.
 	ShutdownTimeout time.Duration
+	// Public configures the public intake's limits; the zero value takes httpapi's defaults.
+	Public httpapi.PublicConfig
 }
 
 // App is an opened Casebook.
@@ -138,7 +140,7 @@ func (a *App) Ready() error {
 func (a *App) Handler() http.Handler {
 	s := &httpapi.Server{
 		Commands: a.audited(), Reader: a.Reader, Tenancy: a.Tenancy, QueryModel: a.QueryModel(),
-		Head: a.Store.Head, Ready: a.Ready, Logger: a.Config.Logger,
+		Head: a.Store.Head, Ready: a.Ready, Logger: a.Config.Logger, Public: a.Config.Public,
 	}
 	return s.Handler()
 }
