@@ -81,7 +81,7 @@ func (s *Server) router() *mux.Router {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write(openAPI)
 	}).Methods(http.MethodGet)
-	r.HandleFunc("/v1/public/{tenant_slug}/inquiries", s.publicIntake).Methods(http.MethodPost)
+	s.publicRoutes(r)
 
 	a := r.PathPrefix("/v1/inquiries").Subrouter()
 	a.Use(s.authenticate)
