@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -288,4 +290,38 @@ func TestLogValuesRedact(t *testing.T) {
 			t.Errorf("%s did not log as a group: %s", name, buf.String())
 		}
 	}
+}
+
+// TestAuditLogConcurrentRecords: concurrent records share commits and every one is stored once.
+func TestAuditLogConcurrentRecords(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, db *sqldb.DB) {
+		ctx := t.Context()
+		l, err := commands.NewAuditLog(ctx, db)
+		if err != nil {
+			t.Fatal(err)
+		}
+		const n = 64
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Go(func() {
+				if err := l.Record(ctx, commands.AuditEntry{RequestID: fmt.Sprint("req_", i), Tenant: "t1", Actor: "p", Command: "claim",
+					Outcome: commands.OutcomeAccepted, At: auditTime}); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+		wg.Wait()
+		got, err := l.Entries(ctx, "t1", 2*n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen := map[string]bool{}
+		for _, e := range got {
+			seen[e.RequestID] = true
+		}
+		if len(got) != n || len(seen) != n {
+			t.Fatalf("%d entries, %d distinct, want %d", len(got), len(seen), n)
+		}
+	})
 }
