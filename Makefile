@@ -2,8 +2,9 @@
 GO       ?= go
 BIN      := bin/casebook
 PKGS     := ./...
-# Fuzz targets run for a bounded time in `make test`.
+# `make fuzz` runs each fuzz target for FUZZTIME; `make test` runs only their seed corpora.
 FUZZTIME ?= 10s
+FUZZ     := ./adapters/httpapi:FuzzIntakeDecode ./adapters/httpapi:FuzzNormalize
 
 .PHONY: help run build test test-race test-short lint bench fuzz tidy
 
@@ -36,6 +37,12 @@ lint: ## go vet and golangci-lint (installed on first use)
 
 bench: ## Go benchmarks (one pass each)
 	$(GO) test -run '^$$' -bench . -benchtime 1x $(PKGS)
+
+fuzz: ## run each fuzz target for FUZZTIME (default 10s)
+	@set -e; for t in $(FUZZ); do \
+	  echo "fuzz $${t#*:} ($(FUZZTIME))"; \
+	  $(GO) test -run '^$$' -fuzz "^$${t#*:}$$" -fuzztime $(FUZZTIME) "$${t%%:*}"; \
+	done
 
 tidy: ## go mod tidy
 	$(GO) mod tidy

@@ -19,6 +19,7 @@ import (
 )
 
 type testBundle struct {
+	db       *sqldb.DB
 	h        *commands.Handler
 	store    eventstore.Store
 	tenancy  *tenancy.Store
@@ -46,7 +47,7 @@ func setupB(t testing.TB) *testBundle {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tb := &testBundle{store: store, tenancy: ten}
+	tb := &testBundle{db: db, store: store, tenancy: ten}
 	tn, admin, _, err := ten.CreateTenant(ctx, "acme")
 	if err != nil {
 		t.Fatal(err)

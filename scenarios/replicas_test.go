@@ -19,7 +19,8 @@ func TestTwoReplicasOnePostgres(t *testing.T) {
 	}
 	cliWith(t, &tenant, "tenants", "create", "--slug", "acme", "--database-url", url)
 	storage := []string{"--database-url", url, "--lease-ttl", "1s"}
-	a, b := startWith(t, storage...), startWith(t, storage...)
+	noLimits := []string{"CASEBOOK_INTAKE_RATE_LIMIT=off", "CASEBOOK_INTAKE_TENANT_RATE_LIMIT=off"} // one loopback client
+	a, b := startWith(t, noLimits, storage...), startWith(t, noLimits, storage...)
 
 	var mu sync.Mutex
 	acked := map[string]bool{}

@@ -47,7 +47,7 @@ CREATE TABLE IF NOT EXISTS api_tokens (
 CREATE TABLE IF NOT EXISTS settings (
 	key   TEXT PRIMARY KEY,
 	value TEXT NOT NULL
-)`}}
+)`}, migrationTokensOrigins}
 
 // Tenant is an organisation using Casebook.
 type Tenant struct {
@@ -59,6 +59,8 @@ type Tenant struct {
 type Store struct {
 	db  *sqldb.DB
 	now func() time.Time
+	// TokenTTL is the lifetime of the first token of a new tenant or principal; zero never expires.
+	TokenTTL time.Duration
 }
 
 // New migrates the tenancy tables and returns a store.
@@ -131,9 +133,7 @@ func (s *Store) insertPrincipal(ctx context.Context, tx *sql.Tx, p domain.Princi
 		p.ID, p.TenantID, p.Name, p.Role, p.Team, now); err != nil {
 		return err
 	}
-	_, err := tx.ExecContext(ctx, s.db.Rebind(`INSERT INTO api_tokens (hash, principal_id, created_at) VALUES (?, ?, ?)`),
-		HashToken(token), p.ID, now)
-	return err
+	return s.insertToken(ctx, tx, p.ID, token, s.TokenTTL)
 }
 
 // CreatePrincipal adds a principal to the tenant with slug and returns it with its first token.

@@ -12,12 +12,14 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/casebook/casebook/adapters/httpapi"
 	"github.com/casebook/casebook/domain"
 	"github.com/casebook/casebook/internal/app"
+	"github.com/casebook/casebook/internal/ratelimit"
 )
 
 type testBundle struct {
@@ -48,11 +50,21 @@ func (s *syncBuffer) Write(p []byte) (int, error) {
 	return s.b.Write(p)
 }
 
-func setup(t *testing.T) *testBundle {
+// unlimited turns the public intake's rate limits off, for tests that submit many intakes.
+var unlimited = httpapi.PublicConfig{ClientRate: ratelimit.Rate{Off: true}, TenantRate: ratelimit.Rate{Off: true}}
+
+func setup(t *testing.T) *testBundle { return setupWith(t, nil) }
+
+// setupWith is setup with a configuration edited by edit (nil: no rate limits).
+func setupWith(t *testing.T, edit func(*app.Config)) *testBundle {
 	t.Helper()
 	ctx := t.Context()
 	logs := &syncBuffer{b: &bytes.Buffer{}}
-	a, err := app.Open(ctx, app.Config{DataDir: t.TempDir(), Logger: slog.New(slog.NewJSONHandler(logs, nil))})
+	cfg := app.Config{DataDir: t.TempDir(), Logger: slog.New(slog.NewJSONHandler(logs, nil)), Public: unlimited}
+	if edit != nil {
+		edit(&cfg)
+	}
+	a, err := app.Open(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -389,13 +401,27 @@ func TestHealth(t *testing.T) {
 	if r := tb.do(t, "GET", "/healthz", "", nil, ""); r.status != 200 {
 		t.Fatalf("healthz = %d", r.status)
 	}
-	// Readiness follows the subscribers: wait for the query model to catch up, then expect 200.
+	// Readiness follows the subscribers: wait for the query model to catch up, then expect 200. The
+	// runner publishes its position before it re-reads the head, so probe like a load balancer
+	// would, until a deadline.
 	head, _ := tb.app.Store.Head(t.Context())
 	if err := tb.app.QueryModel().WaitFor(t.Context(), head); err != nil {
 		t.Fatal(err)
 	}
-	if r := tb.do(t, "GET", "/readyz", "", nil, ""); r.status != 200 {
-		t.Fatalf("readyz = %d %s", r.status, r.raw)
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	probe := time.NewTicker(10 * time.Millisecond)
+	defer probe.Stop()
+	for {
+		r := tb.do(t, "GET", "/readyz", "", nil, "")
+		if r.status == 200 {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("readyz = %d %s", r.status, r.raw)
+		case <-probe.C:
+		}
 	}
 }
 

@@ -46,7 +46,7 @@ type Projection interface {
 
 // Server serves the API.
 type Server struct {
-	Commands   *commands.Handler
+	Commands   commands.Executor
 	Reader     *queries.Reader
 	Tenancy    *tenancy.Store
 	QueryModel Projection
@@ -60,10 +60,16 @@ type Server struct {
 	// Metrics serves /metrics (Prometheus); nil disables it. RequestMetrics, if set, counts requests.
 	Metrics        http.Handler
 	RequestMetrics *RequestMetrics
+	// Public configures the public intake; Handler resolves it once.
+	Public PublicConfig
+	public *publicState
 }
 
 // Handler returns the routed API.
-func (s *Server) Handler() http.Handler { return s.withRequestID(s.router()) }
+func (s *Server) Handler() http.Handler {
+	s.public = newPublicState(s.Public)
+	return s.withRequestID(s.router())
+}
 
 func (s *Server) router() *mux.Router {
 	r := mux.NewRouter()
@@ -80,7 +86,7 @@ func (s *Server) router() *mux.Router {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write(openAPI)
 	}).Methods(http.MethodGet)
-	r.HandleFunc("/v1/public/{tenant_slug}/inquiries", s.publicIntake).Methods(http.MethodPost)
+	s.publicRoutes(r)
 	if s.Metrics != nil {
 		r.Handle("/metrics", s.Metrics).Methods(http.MethodGet)
 	}
@@ -226,38 +232,6 @@ func jsonProblem(err error) string {
 		return strings.TrimPrefix(err.Error(), "json: ")
 	}
 	return "malformed JSON"
-}
-
-type publicInquiry struct {
-	Name     string `json:"name"`
-	Email    string `json:"email"`
-	Subject  string `json:"subject"`
-	Message  string `json:"message"`
-	Category string `json:"category"`
-}
-
-func (s *Server) publicIntake(w http.ResponseWriter, r *http.Request) {
-	var in publicInquiry
-	if err := decode(w, r, MaxPublicBody, &in); err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	t, err := s.Tenancy.TenantBySlug(r.Context(), mux.Vars(r)["tenant_slug"])
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	res, err := s.Commands.Intake(r.Context(), commands.Intake{
-		Tenant: t.ID, Source: domain.SourcePublicForm, IdempotencyKey: r.Header.Get("Idempotency-Key"),
-		Requester: domain.Requester{Name: strings.TrimSpace(in.Name), Email: strings.TrimSpace(in.Email)},
-		Subject:   strings.TrimSpace(in.Subject), Message: in.Message, Category: strings.TrimSpace(in.Category),
-		CorrelationID: requestID(r.Context()),
-	})
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusAccepted, map[string]string{"receipt": res.Receipt, "status": "received"})
 }
 
 // waitConsistent honours a read-your-writes request by waiting, boundedly, for the query model to

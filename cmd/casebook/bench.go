@@ -17,7 +17,9 @@ import (
 
 	"log/slog"
 
+	"github.com/casebook/casebook/adapters/httpapi"
 	"github.com/casebook/casebook/internal/app"
+	"github.com/casebook/casebook/internal/ratelimit"
 )
 
 // bench starts an in-process server on loopback over a fresh data directory (unless --data-dir is
@@ -44,7 +46,10 @@ func bench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if *n < 1 || *conc < 1 {
 		return fmt.Errorf("--intakes and --concurrency must be positive")
 	}
-	a, err := app.Open(ctx, sf.config(slog.New(slog.DiscardHandler)))
+	off := ratelimit.Rate{Off: true} // one loopback client: the public rate limits would measure themselves
+	cfg := sf.config(slog.New(slog.DiscardHandler))
+	cfg.Public = httpapi.PublicConfig{ClientRate: off, TenantRate: off}
+	a, err := app.Open(ctx, cfg)
 	if err != nil {
 		return err
 	}

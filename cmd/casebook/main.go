@@ -1,4 +1,4 @@
-// Command casebook is Casebook's one binary: serve, migrate, tenants, principals and bench.
+// Command casebook is Casebook's one binary: serve, migrate, tenants, principals, tokens and bench.
 //
 // Every subcommand takes the same storage flags as serve, with CASEBOOK_* environment defaults:
 //
@@ -21,6 +21,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/casebook/casebook/adapters/httpapi"
 	"github.com/casebook/casebook/domain"
 	"github.com/casebook/casebook/internal/app"
 )
@@ -44,12 +45,17 @@ const usage = `usage: casebook <command> [flags]
 commands:
   serve                                      run the HTTP API and the subscribers
   migrate                                    create or upgrade the storage schema, then exit
-  tenants create --slug S                    create a tenant; prints its admin token once
-  principals create --tenant S --name N --role admin|operator|viewer [--team T]
+  tenants create --slug S [--ttl D]          create a tenant; prints its admin token once
+  tenants set-origins --slug S [--origin O]…  trusted browser origins of the tenant's public intake
+  principals create --tenant S --name N --role admin|operator|viewer [--team T] [--ttl D]
                                              create a principal; prints its token once
   projections list|parked|retry|skip         subscriber state; release parked streams
   replay --projection P [--keep-old] [--dry-run]
                                              rebuild a projection and switch to it
+  tokens create --tenant S --principal ID [--ttl D]
+                                             mint another token for a principal; prints it once
+  tokens revoke --tenant S (--id TOKEN_ID | --principal ID)
+  tokens list --tenant S [--principal ID]    token ids, expiry and revocation (never the secrets)
   bench [--intakes N] [--concurrency C]      measure intake and command throughput
 
 Run 'casebook <command> -h' for the flags of a command.
@@ -69,6 +75,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return tenants(ctx, rest, stdout, stderr)
 	case "principals":
 		return principals(ctx, rest, stdout, stderr)
+	case "tokens":
+		return tokens(ctx, rest, stdout, stderr)
 	case "bench":
 		return bench(ctx, rest, stdout, stderr)
 	case "projections":
@@ -90,6 +98,7 @@ type storageFlags struct {
 	databaseURL   string
 	eventStoreURL string
 	leaseTTL      time.Duration
+	public        httpapi.PublicConfig // serve only
 }
 
 func envOr(name, def string) string {
@@ -123,7 +132,8 @@ func (sf *storageFlags) open(ctx context.Context, log *slog.Logger) (*app.App, e
 }
 
 func (sf *storageFlags) config(log *slog.Logger) app.Config {
-	return app.Config{DataDir: sf.dataDir, DatabaseURL: sf.databaseURL, EventStoreURL: sf.eventStoreURL, LeaseTTL: sf.leaseTTL, Logger: log}
+	return app.Config{DataDir: sf.dataDir, DatabaseURL: sf.databaseURL, EventStoreURL: sf.eventStoreURL, LeaseTTL: sf.leaseTTL,
+		Logger: log, Public: sf.public}
 }
 
 func serve(ctx context.Context, args []string, stderr io.Writer) error {
@@ -131,7 +141,12 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	addr := fs.String("addr", envOr("CASEBOOK_ADDR", "127.0.0.1:8080"), "listen address (CASEBOOK_ADDR)")
 	rebuildStale := fs.Bool("rebuild-stale", envOr("CASEBOOK_REBUILD_STALE", "") == "true",
 		"rebuild in the background every projection built by another code version (CASEBOOK_REBUILD_STALE=true)")
+	public := publicFlags(fs)
 	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	var err error
+	if sf.public, err = public(); err != nil {
 		return err
 	}
 	log := logger(stderr)
@@ -163,11 +178,15 @@ func migrate(ctx context.Context, args []string, stdout, stderr io.Writer) error
 }
 
 func tenants(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) > 0 && args[0] == "set-origins" {
+		return setOrigins(ctx, args[1:], stdout, stderr)
+	}
 	if len(args) == 0 || args[0] != "create" {
-		return errors.New("usage: casebook tenants create --slug S")
+		return errors.New("usage: casebook tenants create --slug S [--ttl D] | set-origins --slug S [--origin O]…")
 	}
 	fs, sf := newFlags("tenants create", stderr)
 	slug := fs.String("slug", "", "tenant slug (a-z, 0-9, -)")
+	ttl := ttlFlag(fs)
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
@@ -176,11 +195,17 @@ func tenants(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 	defer a.Close()
+	a.Tenancy.TokenTTL = *ttl
 	t, _, token, err := a.Tenancy.CreateTenant(ctx, *slug)
 	if err != nil {
 		return err
 	}
-	return printJSON(stdout, map[string]string{"tenant_id": string(t.ID), "slug": t.Slug, "admin_token": token})
+	out, err := tokenJSON(ctx, a, t.ID, token)
+	if err != nil {
+		return err
+	}
+	out["tenant_id"], out["slug"], out["admin_token"] = t.ID, t.Slug, token
+	return printJSON(stdout, out)
 }
 
 func principals(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -192,6 +217,7 @@ func principals(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	name := fs.String("name", "", "display name")
 	role := fs.String("role", "operator", "admin, operator or viewer")
 	team := fs.String("team", "", "team (operators assign within their team)")
+	ttl := ttlFlag(fs)
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
@@ -200,11 +226,17 @@ func principals(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return err
 	}
 	defer a.Close()
+	a.Tenancy.TokenTTL = *ttl
 	p, token, err := a.Tenancy.CreatePrincipal(ctx, *tenant, *name, domain.Role(*role), *team)
 	if err != nil {
 		return err
 	}
-	return printJSON(stdout, map[string]string{"principal_id": string(p.ID), "token": token})
+	out, err := tokenJSON(ctx, a, p.TenantID, token)
+	if err != nil {
+		return err
+	}
+	out["principal_id"], out["token"] = p.ID, token
+	return printJSON(stdout, out)
 }
 
 func printJSON(w io.Writer, v any) error {

@@ -48,6 +48,8 @@ type Config struct {
 	Now          func() time.Time
 	// ShutdownTimeout bounds how long in-flight requests may finish on stop.
 	ShutdownTimeout time.Duration
+	// Public configures the public intake's limits; the zero value takes httpapi's defaults.
+	Public httpapi.PublicConfig
 }
 
 // App is an opened Casebook.
@@ -57,6 +59,7 @@ type App struct {
 	Store    eventstore.Store
 	Tenancy  *tenancy.Store
 	Commands *commands.Handler
+	Audit    *commands.AuditLog
 	Reader   *queries.Reader
 	Runners  []*projections.Runner
 
@@ -172,7 +175,7 @@ func (a *App) wire(ctx context.Context) error {
 		return err
 	}
 	a.Runners = []*projections.Runner{qm}
-	return nil
+	return a.wireAudit(ctx)
 }
 
 // QueryModel returns the query-model runner.
@@ -204,8 +207,8 @@ func (a *App) Handler() http.Handler {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), projectionCollector{a})
 	s := &httpapi.Server{
-		Commands: a.Commands, Reader: a.Reader, Tenancy: a.Tenancy, QueryModel: a.QueryModel(),
-		Head: a.Store.Head, Ready: a.Ready, Logger: a.Config.Logger, Admin: a,
+		Commands: a.audited(), Reader: a.Reader, Tenancy: a.Tenancy, QueryModel: a.QueryModel(),
+		Head: a.Store.Head, Ready: a.Ready, Logger: a.Config.Logger, Public: a.Config.Public, Admin: a,
 		Metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), RequestMetrics: httpapi.NewRequestMetrics(reg),
 	}
 	return s.Handler()

@@ -13,12 +13,16 @@ import (
 	"github.com/casebook/casebook/eventstore/kurrent/kurrenttest"
 	"github.com/casebook/casebook/internal/app"
 	"github.com/casebook/casebook/internal/pgtest"
+	"github.com/casebook/casebook/internal/ratelimit"
 )
 
-// serve opens cfg and serves it on a loopback port until the test ends.
+// serve opens cfg and serves it on a loopback port until the test ends. The public rate limits are
+// off: every request comes from one loopback client.
 func serve(t *testing.T, cfg app.Config) (*app.App, string) {
 	t.Helper()
 	cfg.Logger = slog.New(slog.DiscardHandler)
+	off := ratelimit.Rate{Off: true}
+	cfg.Public.ClientRate, cfg.Public.TenantRate = off, off
 	a, err := app.Open(t.Context(), cfg)
 	if err != nil {
 		t.Fatal(err)

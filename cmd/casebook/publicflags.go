@@ -1,0 +1,65 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"strconv"
+
+	"github.com/casebook/casebook/adapters/httpapi"
+	"github.com/casebook/casebook/internal/ratelimit"
+)
+
+// publicFlags adds the public intake's limits to serve's flags, each with a CASEBOOK_* default, and
+// returns a function that resolves them after parsing.
+func publicFlags(fs *flag.FlagSet) func() (httpapi.PublicConfig, error) {
+	d := httpapi.DefaultClientRate
+	t := httpapi.DefaultTenantRate
+	maxBody := fs.String("intake-max-body", envOr("CASEBOOK_INTAKE_MAX_BODY", strconv.Itoa(httpapi.MaxPublicBody)),
+		"largest public submission body in bytes; larger is 413 (CASEBOOK_INTAKE_MAX_BODY)")
+	fields := fs.String("intake-field-limits", envOr("CASEBOOK_INTAKE_FIELD_LIMITS", httpapi.FieldLimits{}.String()),
+		"characters allowed per public field, at most the domain's maxima (CASEBOOK_INTAKE_FIELD_LIMITS)")
+	clientRate := fs.String("intake-rate-limit", envOr("CASEBOOK_INTAKE_RATE_LIMIT", ratelimit.Rate{Events: d.Events, Per: d.Per}.String()),
+		"public submissions per client address: N/s, N/m, N/h or off (CASEBOOK_INTAKE_RATE_LIMIT)")
+	clientBurst := fs.String("intake-rate-burst", envOr("CASEBOOK_INTAKE_RATE_BURST", strconv.Itoa(d.Burst)),
+		"burst allowed per client address (CASEBOOK_INTAKE_RATE_BURST)")
+	tenantRate := fs.String("intake-tenant-rate-limit", envOr("CASEBOOK_INTAKE_TENANT_RATE_LIMIT", ratelimit.Rate{Events: t.Events, Per: t.Per}.String()),
+		"public submissions per tenant: N/s, N/m, N/h or off (CASEBOOK_INTAKE_TENANT_RATE_LIMIT)")
+	tenantBurst := fs.String("intake-tenant-rate-burst", envOr("CASEBOOK_INTAKE_TENANT_RATE_BURST", strconv.Itoa(t.Burst)),
+		"burst allowed per tenant (CASEBOOK_INTAKE_TENANT_RATE_BURST)")
+	proxies := fs.String("trusted-proxies", envOr("CASEBOOK_TRUSTED_PROXIES", ""),
+		"comma-separated CIDRs of reverse proxies whose X-Forwarded-For is believed; empty: none (CASEBOOK_TRUSTED_PROXIES)")
+	return func() (httpapi.PublicConfig, error) {
+		var cfg httpapi.PublicConfig
+		var err error
+		if cfg.MaxBody, err = strconv.ParseInt(*maxBody, 10, 64); err != nil || cfg.MaxBody < 1 {
+			return cfg, fmt.Errorf("--intake-max-body %q: want a positive number of bytes", *maxBody)
+		}
+		if cfg.Fields, err = httpapi.ParseFieldLimits(*fields); err != nil {
+			return cfg, fmt.Errorf("--intake-field-limits: %w", err)
+		}
+		if cfg.ClientRate, err = rateWithBurst("--intake-rate", *clientRate, *clientBurst); err != nil {
+			return cfg, err
+		}
+		if cfg.TenantRate, err = rateWithBurst("--intake-tenant-rate", *tenantRate, *tenantBurst); err != nil {
+			return cfg, err
+		}
+		if cfg.TrustedProxies, err = httpapi.ParseTrustedProxies(*proxies); err != nil {
+			return cfg, fmt.Errorf("--trusted-proxies: %w", err)
+		}
+		return cfg, nil
+	}
+}
+
+func rateWithBurst(name, spec, burst string) (ratelimit.Rate, error) {
+	r, err := ratelimit.ParseRate(spec)
+	if err != nil {
+		return r, fmt.Errorf("%s-limit: %w", name, err)
+	}
+	if r.Off {
+		return r, nil
+	}
+	if r.Burst, err = strconv.Atoi(burst); err != nil || r.Burst < 1 {
+		return r, fmt.Errorf("%s-burst %q: want a positive number", name, burst)
+	}
+	return r, nil
+}

@@ -1,0 +1,307 @@
+package commands
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/casebook/casebook/domain"
+	"github.com/casebook/casebook/internal/sqldb"
+)
+
+// Executor runs commands. *Handler executes them; *Audited records every one around another
+// Executor. Adapters depend on Executor, so they cannot bypass the audit.
+type Executor interface {
+	Intake(context.Context, Intake) (IntakeResult, error)
+	Transition(context.Context, Transition) (Result, error)
+	Claim(context.Context, Claim) (Result, error)
+	Assign(context.Context, Assign) (Result, error)
+	AddNote(context.Context, AddNote) (Result, error)
+	Cancel(context.Context, Cancel) (Result, error)
+}
+
+var (
+	_ Executor = (*Handler)(nil)
+	_ Executor = (*Audited)(nil)
+)
+
+// Outcome is what became of a command.
+type Outcome string
+
+// The outcomes. A refused command was decided against (role, team, tenant, lifecycle, validation,
+// version); a failed one hit an internal error; neither appended anything.
+const (
+	OutcomeAccepted Outcome = "accepted"
+	OutcomeReplayed Outcome = "replayed"
+	OutcomeRefused  Outcome = "refused"
+	OutcomeFailed   Outcome = "failed"
+)
+
+// AuditEntry records one command. It holds ids, names and codes only, never personal data: no
+// requester fields, subjects, messages, notes or reasons.
+type AuditEntry struct {
+	RequestID string             `json:"request_id"` // the opaque correlation id (HTTP request id)
+	Tenant    domain.TenantID    `json:"tenant_id"`
+	Actor     domain.PrincipalID `json:"actor"`
+	Command   string             `json:"command"`
+	InquiryID domain.InquiryID   `json:"inquiry_id,omitempty"`
+	Outcome   Outcome            `json:"outcome"`
+	Code      string             `json:"code,omitempty"` // ErrorCode of a refusal or failure
+	At        time.Time          `json:"at"`
+}
+
+// AuditSink stores audit entries.
+type AuditSink interface {
+	Record(ctx context.Context, e AuditEntry) error
+}
+
+// Audited decorates an Executor: every command it passes on, accepted or refused, leaves one
+// AuditEntry. The entry is written after the command returns, so a refusal is recorded although
+// nothing was appended. A failing audit write does not change the command's answer (its effect or
+// refusal has already happened): it is logged at error level with the request id.
+type Audited struct {
+	Next   Executor
+	Sink   AuditSink
+	Now    func() time.Time
+	Logger *slog.Logger
+}
+
+func (a *Audited) record(ctx context.Context, e AuditEntry, replayed bool, err error) {
+	e.Outcome, e.Code = OutcomeAccepted, ErrorCode(err)
+	switch {
+	case err != nil && e.Code == "internal":
+		e.Outcome = OutcomeFailed
+	case err != nil:
+		e.Outcome = OutcomeRefused
+	case replayed:
+		e.Outcome = OutcomeReplayed
+	}
+	now := time.Now
+	if a.Now != nil {
+		now = a.Now
+	}
+	e.At = now().UTC()
+	// The caller may be gone (a client hung up); the record is written regardless.
+	if werr := a.Sink.Record(context.WithoutCancel(ctx), e); werr != nil {
+		log := a.Logger
+		if log == nil {
+			log = slog.Default()
+		}
+		log.ErrorContext(ctx, "audit write failed", "request_id", e.RequestID, "command", e.Command,
+			"outcome", string(e.Outcome), "err", werr)
+	}
+}
+
+func targetEntry(command string, t Target) AuditEntry {
+	return AuditEntry{RequestID: t.CorrelationID, Tenant: t.Tenant, Actor: t.Actor.ID, Command: command, InquiryID: t.InquiryID}
+}
+
+// Intake executes and records c. A refused intake has no inquiry id.
+func (a *Audited) Intake(ctx context.Context, c Intake) (IntakeResult, error) {
+	res, err := a.Next.Intake(ctx, c)
+	a.record(ctx, AuditEntry{RequestID: c.CorrelationID, Tenant: c.Tenant, Actor: domain.System(c.Tenant, string(c.Source)).ID,
+		Command: "intake", InquiryID: res.InquiryID}, res.Replayed, err)
+	return res, err
+}
+
+// Transition executes and records c.
+func (a *Audited) Transition(ctx context.Context, c Transition) (Result, error) {
+	res, err := a.Next.Transition(ctx, c)
+	a.record(ctx, targetEntry("transition", c.Target), res.Replayed, err)
+	return res, err
+}
+
+// Claim executes and records c.
+func (a *Audited) Claim(ctx context.Context, c Claim) (Result, error) {
+	res, err := a.Next.Claim(ctx, c)
+	a.record(ctx, targetEntry("claim", c.Target), res.Replayed, err)
+	return res, err
+}
+
+// Assign executes and records c.
+func (a *Audited) Assign(ctx context.Context, c Assign) (Result, error) {
+	res, err := a.Next.Assign(ctx, c)
+	a.record(ctx, targetEntry("assign", c.Target), res.Replayed, err)
+	return res, err
+}
+
+// AddNote executes and records c.
+func (a *Audited) AddNote(ctx context.Context, c AddNote) (Result, error) {
+	res, err := a.Next.AddNote(ctx, c)
+	a.record(ctx, targetEntry("note", c.Target), res.Replayed, err)
+	return res, err
+}
+
+// Cancel executes and records c.
+func (a *Audited) Cancel(ctx context.Context, c Cancel) (Result, error) {
+	res, err := a.Next.Cancel(ctx, c)
+	a.record(ctx, targetEntry("cancel", c.Target), res.Replayed, err)
+	return res, err
+}
+
+// ErrorCode names a command error for the audit: one stable code per domain sentinel, "internal"
+// for anything else, "" for nil.
+func ErrorCode(err error) string {
+	codes := []struct {
+		err  error
+		code string
+	}{
+		{domain.ErrUnauthenticated, "unauthenticated"},
+		{domain.ErrForbidden, "forbidden"},
+		{domain.ErrNotFound, "not_found"},
+		{domain.ErrPreconditionRequired, "precondition_required"},
+		{domain.ErrConcurrency, "version_mismatch"},
+		{domain.ErrAlreadyClaimed, "already_claimed"},
+		{domain.ErrConflict, "conflict"},
+		{domain.ErrIdempotencyMismatch, "idempotency_key_reused"},
+		{domain.ErrInvalidTransition, "invalid_transition"},
+		{domain.ErrValidation, "validation_failed"},
+	}
+	if err == nil {
+		return ""
+	}
+	for _, c := range codes {
+		if errors.Is(err, c.err) {
+			return c.code
+		}
+	}
+	return "internal"
+}
+
+var auditMigrations = []sqldb.Migration{{Version: 1, SQL: `
+CREATE TABLE IF NOT EXISTS command_audit (
+	seq        INTEGER PRIMARY KEY AUTOINCREMENT,
+	request_id TEXT   NOT NULL,
+	tenant_id  TEXT   NOT NULL,
+	actor      TEXT   NOT NULL,
+	command    TEXT   NOT NULL,
+	inquiry_id TEXT   NOT NULL,
+	outcome    TEXT   NOT NULL,
+	code       TEXT   NOT NULL,
+	at         BIGINT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS command_audit_tenant ON command_audit (tenant_id, seq)`,
+	Postgres: `
+CREATE TABLE IF NOT EXISTS command_audit (
+	seq        BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+	request_id TEXT   NOT NULL,
+	tenant_id  TEXT   NOT NULL,
+	actor      TEXT   NOT NULL,
+	command    TEXT   NOT NULL,
+	inquiry_id TEXT   NOT NULL,
+	outcome    TEXT   NOT NULL,
+	code       TEXT   NOT NULL,
+	at         BIGINT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS command_audit_tenant ON command_audit (tenant_id, seq)`}}
+
+// AuditLog is the command_audit table on SQLite or Postgres. Entries are only ever inserted.
+//
+// Record group-commits: concurrent calls share one transaction, and each returns once the
+// transaction holding its entry has committed. The first caller leads and writes everything queued;
+// when more arrived meanwhile it hands the lead to the oldest waiter. So an entry is durable before
+// the command's answer, at one commit per batch rather than per command.
+type AuditLog struct {
+	db *sqldb.DB
+
+	mu      sync.Mutex
+	queue   []*queued
+	writing bool
+}
+
+type queued struct {
+	e    AuditEntry
+	done chan error
+}
+
+// errLead tells a waiting Record to write the queue itself.
+var errLead = errors.New("lead the next audit batch")
+
+// NewAuditLog migrates command_audit and returns the log.
+func NewAuditLog(ctx context.Context, db *sqldb.DB) (*AuditLog, error) {
+	if err := sqldb.Migrate(ctx, db, "command_audit", auditMigrations); err != nil {
+		return nil, err
+	}
+	return &AuditLog{db: db}, nil
+}
+
+// Record inserts e and returns once it is committed.
+func (l *AuditLog) Record(ctx context.Context, e AuditEntry) error {
+	me := &queued{e: e, done: make(chan error, 1)}
+	l.mu.Lock()
+	l.queue = append(l.queue, me)
+	lead := !l.writing
+	l.writing = true
+	l.mu.Unlock()
+	if !lead {
+		if err := <-me.done; !errors.Is(err, errLead) {
+			return err
+		}
+	}
+	l.mu.Lock()
+	batch := l.queue
+	l.queue = nil
+	l.mu.Unlock()
+	err := l.insert(ctx, batch)
+	for _, q := range batch {
+		if q != me {
+			q.done <- err
+		}
+	}
+	l.mu.Lock()
+	if len(l.queue) > 0 {
+		l.queue[0].done <- errLead
+	} else {
+		l.writing = false
+	}
+	l.mu.Unlock()
+	return err
+}
+
+func (l *AuditLog) insert(ctx context.Context, batch []*queued) error {
+	err := sqldb.InTx(ctx, l.db, func(tx *sql.Tx) error {
+		for _, q := range batch {
+			e := q.e
+			if _, err := tx.ExecContext(ctx, l.db.Rebind(`INSERT INTO command_audit
+				(request_id, tenant_id, actor, command, inquiry_id, outcome, code, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`),
+				e.RequestID, e.Tenant, e.Actor, e.Command, e.InquiryID, e.Outcome, e.Code, e.At.UnixNano()); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("command audit: %w", err)
+	}
+	return nil
+}
+
+// Entries returns a tenant's most recent entries (at most limit), oldest first.
+func (l *AuditLog) Entries(ctx context.Context, tenant domain.TenantID, limit int) ([]AuditEntry, error) {
+	rows, err := l.db.QueryContext(ctx, l.db.Rebind(`SELECT request_id, tenant_id, actor, command, inquiry_id, outcome, code, at
+		FROM command_audit WHERE tenant_id = ? ORDER BY seq DESC LIMIT ?`), tenant, limit)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []AuditEntry
+	for rows.Next() {
+		var e AuditEntry
+		var at int64
+		if err := rows.Scan(&e.RequestID, &e.Tenant, &e.Actor, &e.Command, &e.InquiryID, &e.Outcome, &e.Code, &at); err != nil {
+			return nil, err
+		}
+		e.At = time.Unix(0, at).UTC()
+		out = append(out, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	slices.Reverse(out)
+	return out, nil
+}
