@@ -99,6 +99,9 @@ func Rebuild(ctx context.Context, store eventstore.Store, db *sqldb.DB, p Projec
 		stop()
 		return res, dropGeneration(context.WithoutCancel(ctx), db, p, gen)
 	}
+	if err := finalize(ctx, db, p, gen); err != nil {
+		return res, fmt.Errorf("finalize generation %d: %w", gen, err)
+	}
 	if err := switchTo(ctx, db, p, gen, opts.Now()); err != nil {
 		return res, err
 	}

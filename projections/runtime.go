@@ -62,6 +62,22 @@ type Batch struct {
 	effects  *effectSink
 }
 
+// Finalizer is implemented by projections whose generations get some structures (secondary
+// indexes) only once filled: bulk index builds are much faster than row-by-row maintenance. The
+// runtime calls Finalize before a generation serves: at creation of generation 1, and before a
+// rebuild switches. It must be idempotent.
+type Finalizer interface {
+	Finalize(ctx context.Context, db *sqldb.DB, gen Generation) error
+}
+
+// finalize runs p's Finalize if it has one.
+func finalize(ctx context.Context, db *sqldb.DB, p Projection, gen Generation) error {
+	if f, ok := p.(Finalizer); ok {
+		return f.Finalize(ctx, db, gen)
+	}
+	return nil
+}
+
 // Preparer is implemented by projections with per-batch work that needs no transaction (decoding).
 // The runtime prepares the next batch while the previous one's transaction runs.
 type Preparer interface {

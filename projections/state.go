@@ -144,6 +144,9 @@ func ensureActive(ctx context.Context, db *sqldb.DB, p Projection, now time.Time
 	if err := p.Setup(ctx, db, 1); err != nil {
 		return GenState{}, err
 	}
+	if err := finalize(ctx, db, p, 1); err != nil {
+		return GenState{}, err
+	}
 	err = sqldb.InTx(ctx, db, func(tx *sql.Tx) error {
 		if err := lockState(ctx, db, tx); err != nil {
 			return err
@@ -194,6 +197,9 @@ func dropGeneration(ctx context.Context, db *sqldb.DB, p Projection, gen Generat
 			if _, err := tx.ExecContext(ctx, db.Rebind(q), name); err != nil {
 				return err
 			}
+		}
+		if _, err := tx.ExecContext(ctx, db.Rebind(`DELETE FROM schema_migrations WHERE component LIKE ?`), name+"/%"); err != nil {
+			return err
 		}
 		return nil
 	})

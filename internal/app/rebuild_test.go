@@ -14,6 +14,7 @@ import (
 	"github.com/casebook/casebook/internal/app"
 	"github.com/casebook/casebook/internal/pgtest"
 	"github.com/casebook/casebook/projections"
+	"github.com/casebook/casebook/projections/querymodel"
 )
 
 func snapshot(t *testing.T, a *app.App) []string {
@@ -157,7 +158,7 @@ func TestServeRebuildsStaleProjection(t *testing.T) {
 		t.Fatal(err)
 	}
 	st, err := projections.ReadState(t.Context(), b.DB, "querymodel")
-	if err != nil || st.ActiveVersion != 1 || st.ActiveGen != 2 {
+	if err != nil || st.ActiveVersion != querymodel.Version || st.ActiveGen != 2 {
 		t.Fatalf("state after the background rebuild = %+v, %v", st, err)
 	}
 	call(t, "GET", base+"/readyz", "", nil, "", 200)

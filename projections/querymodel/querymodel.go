@@ -25,11 +25,11 @@ const Name = "querymodel"
 
 // Version must change whenever the tables below or the handler's output change; a deployment then
 // rebuilds the query model before serving it (casebook replay --projection querymodel).
-const Version = 1
+const Version = 2
 
 // Schema returns the DDL of one generation ({g} stands for the generation suffix). A test ties it
 // to Version, so a schema change without a version bump fails the build.
-func Schema() string { return schema }
+func Schema() string { return schema + ";\n" + indexes }
 
 const schema = `
 CREATE TABLE IF NOT EXISTS qm_inquiries{g} (
@@ -52,8 +52,6 @@ CREATE TABLE IF NOT EXISTS qm_inquiries{g} (
 	closed_at       BIGINT,
 	PRIMARY KEY (tenant_id, id)
 );
-CREATE INDEX IF NOT EXISTS qm_inquiries{g}_list ON qm_inquiries{g} (tenant_id, created_at DESC, id DESC);
-CREATE INDEX IF NOT EXISTS qm_inquiries{g}_status ON qm_inquiries{g} (tenant_id, status, created_at DESC, id DESC);
 CREATE TABLE IF NOT EXISTS qm_timeline{g} (
 	tenant_id   TEXT   NOT NULL,
 	inquiry_id  TEXT   NOT NULL,
@@ -61,9 +59,15 @@ CREATE TABLE IF NOT EXISTS qm_timeline{g} (
 	type        TEXT   NOT NULL,
 	actor       TEXT   NOT NULL,
 	occurred_at BIGINT NOT NULL,
-	data        TEXT   NOT NULL,
-	PRIMARY KEY (tenant_id, inquiry_id, version)
+	data        TEXT   NOT NULL
 )`
+
+// indexes are built by Finalize, once a generation is filled: the writer never reads through
+// them (it dedupes by the inquiry row's version), so a rebuild need not maintain them row by row.
+const indexes = `
+CREATE UNIQUE INDEX IF NOT EXISTS qm_timeline{g}_key ON qm_timeline{g} (tenant_id, inquiry_id, version);
+CREATE INDEX IF NOT EXISTS qm_inquiries{g}_list ON qm_inquiries{g} (tenant_id, created_at DESC, id DESC);
+CREATE INDEX IF NOT EXISTS qm_inquiries{g}_status ON qm_inquiries{g} (tenant_id, status, created_at DESC, id DESC)`
 
 // Projection builds the query model.
 type Projection struct{}
@@ -71,6 +75,7 @@ type Projection struct{}
 var (
 	_ projections.Projection = (*Projection)(nil)
 	_ projections.Preparer   = (*Projection)(nil)
+	_ projections.Finalizer  = (*Projection)(nil)
 )
 
 // New returns the projection.
@@ -89,6 +94,12 @@ func (*Projection) Tables() []string { return []string{"qm_inquiries", "qm_timel
 func (*Projection) Setup(ctx context.Context, db *sqldb.DB, gen projections.Generation) error {
 	ddl := strings.ReplaceAll(schema, "{g}", gen.Table(""))
 	return sqldb.Migrate(ctx, db, projections.GenerationName(Name, gen), []sqldb.Migration{{Version: 1, SQL: ddl}})
+}
+
+// Finalize implements projections.Finalizer.
+func (*Projection) Finalize(ctx context.Context, db *sqldb.DB, gen projections.Generation) error {
+	ddl := strings.ReplaceAll(indexes, "{g}", gen.Table(""))
+	return sqldb.Migrate(ctx, db, projections.GenerationName(Name, gen)+"/indexes", []sqldb.Migration{{Version: 1, SQL: ddl}})
 }
 
 // row is an inquiry row being folded.
