@@ -99,6 +99,10 @@ func Rebuild(ctx context.Context, store eventstore.Store, db *sqldb.DB, p Projec
 		stop()
 		return res, dropGeneration(context.WithoutCancel(ctx), db, p, gen)
 	}
+	// The build runner stops before the indexes are built: index builds and batch writes lock
+	// the tables in opposite orders. Events appended meanwhile wait for the live runners, which
+	// continue from this generation's checkpoint after the switch.
+	stop()
 	if err := finalize(ctx, db, p, gen); err != nil {
 		return res, fmt.Errorf("finalize generation %d: %w", gen, err)
 	}
@@ -106,7 +110,6 @@ func Rebuild(ctx context.Context, store eventstore.Store, db *sqldb.DB, p Projec
 		return res, err
 	}
 	res.Switched = true
-	stop()
 	if !opts.KeepOld {
 		if err := dropGeneration(ctx, db, p, st.ActiveGen); err != nil {
 			return res, fmt.Errorf("switched to generation %d; dropping generation %d failed: %w", gen, st.ActiveGen, err)
