@@ -211,11 +211,11 @@ func (q *Projection) Apply(ctx context.Context, b *projections.Batch) error {
 }
 
 func decode(r eventstore.RecordedEvent) (decoded, error) {
-	var m domain.Metadata
-	if err := json.Unmarshal(r.Metadata, &m); err != nil {
+	m, err := decodeMeta(r.Metadata)
+	if err != nil {
 		return decoded{}, fmt.Errorf("metadata: %w", err)
 	}
-	e, err := domain.Decode(r.Type, m.SchemaVersion, r.Data)
+	e, err := decodeEvent(r.Type, m.SchemaVersion, r.Data)
 	if err != nil {
 		return decoded{}, err
 	}
@@ -299,10 +299,14 @@ func load(ctx context.Context, b *projections.Batch, table string, keys map[key]
 		} else {
 			// tenant IN (…) AND id IN (…) seeks the primary key; extra rows of the cross product
 			// (another tenant with the same id) are dropped by loadChunk.
-			q = `SELECT ` + inquiryCols + ` FROM ` + table + ` WHERE tenant_id IN (` + marks(len(part)) + `) AND id IN (` + marks(len(part)) + `)`
+			distinct := map[string]bool{}
 			for _, t := range tenants {
-				args = append(args, t)
+				if !distinct[t] {
+					distinct[t] = true
+					args = append(args, t)
+				}
 			}
+			q = `SELECT ` + inquiryCols + ` FROM ` + table + ` WHERE tenant_id IN (` + marks(len(args)) + `) AND id IN (` + marks(len(part)) + `)`
 			for _, id := range ids {
 				args = append(args, id)
 			}
