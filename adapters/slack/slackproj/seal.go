@@ -1,0 +1,67 @@
+package slackproj
+
+import (
+	"crypto/aes"
+	"crypto/cipher"
+	"crypto/hkdf"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// sealInfo is the HKDF info string: changing it rotates every sealed secret.
+const sealInfo = "casebook/slack/installation-secrets/v1"
+
+// Sealer encrypts installation secrets at rest: AES-256-GCM with a key derived from the instance
+// secret by HKDF-SHA256 (info sealInfo). The additional data binds a ciphertext to its installation
+// and field, so a sealed token cannot be moved to another row or column.
+type Sealer struct{ aead cipher.AEAD }
+
+// NewSealer derives the sealing key from the instance secret.
+func NewSealer(instanceSecret []byte) (*Sealer, error) {
+	if len(instanceSecret) < 16 {
+		return nil, errors.New("slackproj: instance secret too short")
+	}
+	key, err := hkdf.Key(sha256.New, instanceSecret, nil, sealInfo, 32)
+	if err != nil {
+		return nil, err
+	}
+	block, err := aes.NewCipher(key)
+	if err != nil {
+		return nil, err
+	}
+	aead, err := cipher.NewGCM(block)
+	if err != nil {
+		return nil, err
+	}
+	return &Sealer{aead: aead}, nil
+}
+
+// Seal returns "v1:" + base64(nonce || ciphertext).
+func (s *Sealer) Seal(plain, aad string) string {
+	nonce := make([]byte, s.aead.NonceSize())
+	_, _ = rand.Read(nonce)
+	out := s.aead.Seal(nonce, nonce, []byte(plain), []byte(aad))
+	return "v1:" + base64.RawStdEncoding.EncodeToString(out)
+}
+
+// Open reverses Seal; a wrong key, aad or a tampered value is an error.
+func (s *Sealer) Open(sealed, aad string) (string, error) {
+	raw, ok := strings.CutPrefix(sealed, "v1:")
+	if !ok {
+		return "", errors.New("slackproj: unknown sealed format")
+	}
+	b, err := base64.RawStdEncoding.DecodeString(raw)
+	if err != nil || len(b) < s.aead.NonceSize() {
+		return "", errors.New("slackproj: malformed sealed value")
+	}
+	n := s.aead.NonceSize()
+	plain, err := s.aead.Open(nil, b[:n], b[n:], []byte(aad))
+	if err != nil {
+		return "", fmt.Errorf("slackproj: open sealed value: %w", err)
+	}
+	return string(plain), nil
+}
