@@ -4,6 +4,7 @@ package app
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -16,8 +17,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/riverqueue/river"
 
 	"github.com/casebook/casebook/adapters/httpapi"
+	"github.com/casebook/casebook/adapters/slack/slackproj"
 	"github.com/casebook/casebook/commands"
 	"github.com/casebook/casebook/eventstore"
 	"github.com/casebook/casebook/eventstore/kurrent"
@@ -44,6 +47,10 @@ type Config struct {
 	Now      func() time.Time
 	// ShutdownTimeout bounds how long in-flight requests may finish on stop.
 	ShutdownTimeout time.Duration
+	// PublicURL is the operator UI's base URL, for the authenticated link in Slack messages.
+	PublicURL string
+	// SlackPollInterval is how often an idle Slack worker looks for jobs (River's default if zero).
+	SlackPollInterval time.Duration
 }
 
 // App is an opened Casebook.
@@ -55,6 +62,12 @@ type App struct {
 	Commands *commands.Handler
 	Reader   *queries.Reader
 	Runners  []*projections.Runner
+	// Slack holds installations, destinations and projection health; Jobs is the River client
+	// of the Slack effect queue (started by Serve); Effects manages its jobs for operators.
+	Slack       *slackproj.Store
+	Jobs        *river.Client[*sql.Tx]
+	Effects     *slackproj.Effects
+	SlackWorker *slackproj.Worker
 
 	// owner is the subscriber lease identity: fixed in embedded mode, where the serve lock makes this
 	// process the only server; random per process otherwise.
@@ -167,7 +180,32 @@ func (a *App) wire(ctx context.Context) error {
 	if err := qm.Setup(ctx); err != nil {
 		return err
 	}
-	a.Runners = []*projections.Runner{qm}
+	return a.wireSlack(ctx, secret, qm)
+}
+
+// wireSlack adds the Slack projection: River's tables, the effect worker and the slackintents
+// subscriber, which inserts jobs in its checkpoint's transaction.
+func (a *App) wireSlack(ctx context.Context, secret []byte, qm *projections.Runner) error {
+	if err := slackproj.MigrateRiver(ctx, a.DB, a.Config.Logger); err != nil {
+		return err
+	}
+	st, err := slackproj.NewStore(ctx, a.DB, a.Store, secret, a.Config.Now)
+	if err != nil {
+		return err
+	}
+	a.Slack = st
+	worker := &slackproj.Worker{Store: st, Events: a.Store, Load: a.Commands.Load, LinkBase: a.Config.PublicURL}
+	jobs, err := slackproj.NewClient(a.DB, slackproj.ClientConfig{Logger: a.Config.Logger, Worker: worker, FetchPollInterval: a.Config.SlackPollInterval})
+	if err != nil {
+		return err
+	}
+	a.Jobs, a.Effects, a.SlackWorker = jobs, &slackproj.Effects{Client: jobs}, worker
+	intents := &projections.Runner{Store: a.Store, DB: a.DB, Projection: &slackproj.Intents{Jobs: jobs, Store: st}, Logger: a.Config.Logger,
+		Now: a.Config.Now, Owner: a.owner, LeaseTTL: a.Config.LeaseTTL}
+	if err := intents.Setup(ctx); err != nil {
+		return err
+	}
+	a.Runners = []*projections.Runner{qm, intents}
 	return nil
 }
 
@@ -223,6 +261,11 @@ func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 	for _, r := range a.Runners {
 		wg.Go(func() { _ = r.Run(subCtx) })
 	}
+	if err := a.Jobs.Start(subCtx); err != nil {
+		stopSubs()
+		wg.Wait()
+		return fmt.Errorf("start slack worker: %w", err)
+	}
 	srv := &http.Server{
 		Handler:           a.Handler(),
 		ReadHeaderTimeout: 10 * time.Second,
@@ -245,6 +288,11 @@ func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 			err = serr
 		}
 	}
+	jctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), a.Config.ShutdownTimeout)
+	if serr := a.Jobs.Stop(jctx); serr != nil {
+		a.Config.Logger.Warn("slack worker stop", "err", serr)
+	}
+	cancel()
 	stopSubs()
 	wg.Wait()
 	if errors.Is(err, http.ErrServerClosed) {
