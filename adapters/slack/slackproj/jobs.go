@@ -42,8 +42,10 @@ func (SyncArgs) InsertOpts() river.InsertOpts {
 	return river.InsertOpts{Queue: Queue, MaxAttempts: MaxAttempts, UniqueOpts: river.UniqueOpts{ByArgs: true}}
 }
 
-// tenantTag scopes a job to its tenant for the admin views.
-func tenantTag(t domain.TenantID) string { return "tenant_" + string(t) }
+// TenantTag scopes a job to its tenant for the admin views.
+func TenantTag(t domain.TenantID) string { return "tenant_" + string(t) }
+
+func tenantTag(t domain.TenantID) string { return TenantTag(t) }
 
 // Driver returns River's driver for db: riversqlite for the embedded file, riverdatabasesql for
 // Postgres. Both work on the *sql.Tx of a projection batch.

@@ -3,10 +3,12 @@ package slackproj
 import (
 	"crypto/aes"
 	"crypto/cipher"
+	"crypto/hmac"
 	"crypto/hkdf"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"strings"
@@ -18,7 +20,10 @@ const sealInfo = "casebook/slack/installation-secrets/v1"
 // Sealer encrypts installation secrets at rest: AES-256-GCM with a key derived from the instance
 // secret by HKDF-SHA256 (info sealInfo). The additional data binds a ciphertext to its installation
 // and field, so a sealed token cannot be moved to another row or column.
-type Sealer struct{ aead cipher.AEAD }
+type Sealer struct {
+	aead   cipher.AEAD
+	refKey []byte
+}
 
 // NewSealer derives the sealing key from the instance secret.
 func NewSealer(instanceSecret []byte) (*Sealer, error) {
@@ -37,7 +42,22 @@ func NewSealer(instanceSecret []byte) (*Sealer, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Sealer{aead: aead}, nil
+	refKey, err := hkdf.Key(sha256.New, instanceSecret, nil, refInfo, 32)
+	if err != nil {
+		return nil, err
+	}
+	return &Sealer{aead: aead, refKey: refKey}, nil
+}
+
+// refInfo derives the key of Ref.
+const refInfo = "casebook/slack/effect-ref/v1"
+
+// Ref is an opaque, deterministic reference to an effect key (HMAC-SHA256): what Slack message
+// metadata carries, so no tenant or inquiry id reaches a channel.
+func (s *Sealer) Ref(key string) string {
+	m := hmac.New(sha256.New, s.refKey)
+	m.Write([]byte(key))
+	return hex.EncodeToString(m.Sum(nil)[:16])
 }
 
 // Seal returns "v1:" + base64(nonce || ciphertext).

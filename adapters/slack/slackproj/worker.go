@@ -15,8 +15,8 @@ import (
 	"github.com/casebook/casebook/eventstore"
 )
 
-// MetadataEventType marks Casebook's messages; the payload's "key" is the effect key, which finds
-// a message whose post had an unknown result.
+// MetadataEventType marks Casebook's messages; the payload's "key" is an opaque reference to the
+// effect key (Sealer.Ref), which finds a message whose post had an unknown result.
 const MetadataEventType = "casebook_effect"
 
 // Failure classes recorded in health and shown to operators.
@@ -133,8 +133,9 @@ func (w *Worker) link(q *domain.Inquiry) string {
 	return w.LinkBase + "/inquiries/r/" + url.PathEscape(q.Receipt)
 }
 
-func metadata(key string) slack.MsgOption {
-	return slack.MsgOptionMetadata(slack.SlackMetadata{EventType: MetadataEventType, EventPayload: map[string]any{"key": key}})
+// metadata marks a message with the effect key's opaque reference.
+func (w *Worker) metadata(key string) slack.MsgOption {
+	return slack.MsgOptionMetadata(slack.SlackMetadata{EventType: MetadataEventType, EventPayload: map[string]any{"key": w.Store.Sealer.Ref(key)}})
 }
 
 // postRoot posts (or adopts) the root message in dest and records it before anything else.
@@ -157,7 +158,7 @@ func (w *Worker) postRoot(ctx context.Context, api *slack.Client, dest Destinati
 	}
 	if ts == "" {
 		r := RenderRoot(q, dest.Clearance, w.link(q))
-		_, ts, err = api.PostMessageContext(ctx, dest.Channel, slack.MsgOptionText(r.Text, false), slack.MsgOptionBlocks(r.Blocks...), metadata(key))
+		_, ts, err = api.PostMessageContext(ctx, dest.Channel, slack.MsgOptionText(r.Text, false), slack.MsgOptionBlocks(r.Blocks...), w.metadata(key))
 		if err != nil {
 			if certainlyNotApplied(err) {
 				_ = w.Store.releaseAttempt(ctx, key)
@@ -199,7 +200,7 @@ func (w *Worker) sync(ctx context.Context, api *slack.Client, dest Destination, 
 	if fresh {
 		rep := RenderReply(q, dest.Clearance)
 		_, _, err = api.PostMessageContext(ctx, dest.Channel, slack.MsgOptionText(rep.Text, false), slack.MsgOptionBlocks(rep.Blocks...),
-			slack.MsgOptionTS(th.TS), metadata(key))
+			slack.MsgOptionTS(th.TS), w.metadata(key))
 		if err != nil {
 			if certainlyNotApplied(err) {
 				_ = w.Store.releaseAttempt(ctx, key)
@@ -226,7 +227,7 @@ func (w *Worker) findByKey(ctx context.Context, api *slack.Client, channel, key 
 			return "", err
 		}
 		for _, m := range res.Messages {
-			if m.Metadata.EventType == MetadataEventType && m.Metadata.EventPayload["key"] == key {
+			if m.Metadata.EventType == MetadataEventType && m.Metadata.EventPayload["key"] == w.Store.Sealer.Ref(key) {
 				return m.Timestamp, nil
 			}
 		}
