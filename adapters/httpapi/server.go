@@ -60,6 +60,8 @@ type Server struct {
 	// Metrics serves /metrics (Prometheus); nil disables it. RequestMetrics, if set, counts requests.
 	Metrics        http.Handler
 	RequestMetrics *RequestMetrics
+	// Slack serves the effect routes and the detail's "slack" block; nil disables them.
+	Slack Slack
 }
 
 // Handler returns the routed API.
@@ -362,7 +364,7 @@ func (s *Server) getInquiry(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("ETag", strconv.Quote(strconv.FormatUint(q.Version, 10)))
-	writeJSON(w, http.StatusOK, q)
+	writeJSON(w, http.StatusOK, s.withSlack(r.Context(), p.TenantID, q.ID, q))
 }
 
 func (s *Server) timeline(w http.ResponseWriter, r *http.Request) {

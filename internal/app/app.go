@@ -240,7 +240,7 @@ func (a *App) Handler() http.Handler {
 	s := &httpapi.Server{
 		Commands: a.Commands, Reader: a.Reader, Tenancy: a.Tenancy, QueryModel: a.QueryModel(),
 		Head: a.Store.Head, Ready: a.Ready, Logger: a.Config.Logger, Admin: a,
-		Metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), RequestMetrics: httpapi.NewRequestMetrics(reg),
+		Metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), RequestMetrics: httpapi.NewRequestMetrics(reg), Slack: slackAPI{a},
 	}
 	return s.Handler()
 }
