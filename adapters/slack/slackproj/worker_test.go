@@ -150,32 +150,39 @@ func TestRootOnceWhenJobRunsTwice(t *testing.T) {
 }
 
 // TestBurstCoalesces: a burst of 20 transitions on one inquiry costs at most 3 Slack writes in
-// all (root post, one update, one reply).
+// all (root post, one update, one reply), whether the projection sees the burst in one batch (one
+// job) or event by event (20 jobs: the first applies the newest version, the rest do nothing).
 func TestBurstCoalesces(t *testing.T) {
 	t.Parallel()
-	eachBackend(t, func(t *testing.T, b *bundle) {
-		id := b.intake(t, "k1")
-		b.project(t)
-		noErrors(t, b.work(t))
-		b.transition(t, id, domain.StatusTriaged, "")
-		b.transition(t, id, domain.StatusInProgress, "")
-		for i := range 18 {
-			if i%2 == 0 {
-				b.transition(t, id, domain.StatusWaiting, "")
-			} else {
-				b.transition(t, id, domain.StatusInProgress, "")
-			}
-		}
-		b.project(t)
-		noErrors(t, b.work(t))
-		writes := b.writes()
-		t.Logf("burst of 20 transitions: %d Slack writes in all (%d jobs)", writes, len(b.jobs(t)))
-		if writes > 3 {
-			t.Fatalf("%d Slack writes, want at most 3", writes)
-		}
-		root := oneRoot(t, b)
-		if len(root.Replies) != 1 || !strings.Contains(root.Replies[0].Text, "version 21") {
-			t.Fatalf("replies = %+v", root.Replies)
-		}
-	})
+	for _, perEvent := range []bool{false, true} {
+		t.Run(map[bool]string{false: "one_batch", true: "job_per_transition"}[perEvent], func(t *testing.T) {
+			t.Parallel()
+			eachBackend(t, func(t *testing.T, b *bundle) {
+				id := b.intake(t, "k1")
+				b.project(t)
+				noErrors(t, b.work(t))
+				steps := []domain.Status{domain.StatusTriaged, domain.StatusInProgress}
+				for i := range 18 {
+					steps = append(steps, map[bool]domain.Status{true: domain.StatusWaiting, false: domain.StatusInProgress}[i%2 == 0])
+				}
+				for _, to := range steps {
+					b.transition(t, id, to, "")
+					if perEvent {
+						b.project(t)
+					}
+				}
+				b.project(t)
+				noErrors(t, b.work(t))
+				writes := b.writes()
+				t.Logf("burst of 20 transitions: %d Slack writes in all, %d jobs", writes, len(b.jobs(t)))
+				if writes > 3 {
+					t.Fatalf("%d Slack writes, want at most 3", writes)
+				}
+				root := oneRoot(t, b)
+				if len(root.Replies) != 1 || !strings.Contains(root.Replies[0].Text, "version 21") {
+					t.Fatalf("replies = %+v", root.Replies)
+				}
+			})
+		})
+	}
 }
