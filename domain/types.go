@@ -115,9 +115,13 @@ func (c Classification) String() string {
 // (API views, Slack, logs) is derived from it.
 var FieldClasses = map[string]Classification{
 	"id":              Internal,
+	"receipt":         Public, // opaque, reveals no internal id
 	"status":          Internal,
-	"priority":        Internal,
+	"status.coarse":   Public, // open or closed
+	"priority":        Public,
 	"category":        Public,
+	"team":            Internal,
+	"link":            Public, // needs authentication to follow
 	"owner":           Internal,
 	"requester.name":  Personal,
 	"requester.email": Personal,

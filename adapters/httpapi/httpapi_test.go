@@ -401,12 +401,12 @@ func TestHealth(t *testing.T) {
 	if r := tb.do(t, "GET", "/healthz", "", nil, ""); r.status != 200 {
 		t.Fatalf("healthz = %d", r.status)
 	}
-	// Readiness follows the subscribers: wait for the query model to catch up, then expect 200. The
-	// runner publishes its position before it re-reads the head, so probe like a load balancer
-	// would, until a deadline.
+	// Readiness follows the subscribers: wait for every one to catch up, then expect 200.
 	head, _ := tb.app.Store.Head(t.Context())
-	if err := tb.app.QueryModel().WaitFor(t.Context(), head); err != nil {
-		t.Fatal(err)
+	for _, r := range tb.app.Runners {
+		if err := r.WaitFor(t.Context(), head); err != nil {
+			t.Fatal(err)
+		}
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()

@@ -63,6 +63,8 @@ type Server struct {
 	// Public configures the public intake; Handler resolves it once.
 	Public PublicConfig
 	public *publicState
+	// Slack serves the effect routes and the detail's "slack" block; nil disables them.
+	Slack Slack
 }
 
 // Handler returns the routed API.
@@ -336,7 +338,7 @@ func (s *Server) getInquiry(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("ETag", strconv.Quote(strconv.FormatUint(q.Version, 10)))
-	writeJSON(w, http.StatusOK, q)
+	writeJSON(w, http.StatusOK, s.withSlack(r.Context(), p.TenantID, q.ID, q))
 }
 
 func (s *Server) timeline(w http.ResponseWriter, r *http.Request) {

@@ -57,6 +57,10 @@ commands:
   tokens revoke --tenant S (--id TOKEN_ID | --principal ID)
   tokens list --tenant S [--principal ID]    token ids, expiry and revocation (never the secrets)
   bench [--intakes N] [--concurrency C]      measure intake and command throughput
+  slack install|destination                  install the bot for a tenant; choose channels
+  effects list|retry|cancel|circuits|circuit-close
+                                             Slack effect jobs and destination circuits
+  dev fake-slack [--addr A]                  serve the fake Slack Web API for local demos
 
 Run 'casebook <command> -h' for the flags of a command.
 `
@@ -83,6 +87,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return projectionsCmd(ctx, rest, stdout, stderr)
 	case "replay":
 		return replay(ctx, rest, stdout, stderr)
+	case "slack":
+		return slackCmd(ctx, rest, stdout, stderr)
+	case "effects":
+		return effectsCmd(ctx, rest, stdout, stderr)
+	case "dev":
+		return devCmd(ctx, rest, stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil
@@ -133,7 +143,7 @@ func (sf *storageFlags) open(ctx context.Context, log *slog.Logger) (*app.App, e
 
 func (sf *storageFlags) config(log *slog.Logger) app.Config {
 	return app.Config{DataDir: sf.dataDir, DatabaseURL: sf.databaseURL, EventStoreURL: sf.eventStoreURL, LeaseTTL: sf.leaseTTL,
-		Logger: log, Public: sf.public}
+		Logger: log, Public: sf.public, PublicURL: envOr("CASEBOOK_PUBLIC_URL", "")}
 }
 
 func serve(ctx context.Context, args []string, stderr io.Writer) error {

@@ -4,6 +4,7 @@ package app
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -16,8 +17,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/riverqueue/river"
 
 	"github.com/casebook/casebook/adapters/httpapi"
+	"github.com/casebook/casebook/adapters/slack/slackproj"
 	"github.com/casebook/casebook/commands"
 	"github.com/casebook/casebook/eventstore"
 	"github.com/casebook/casebook/eventstore/kurrent"
@@ -50,6 +53,10 @@ type Config struct {
 	ShutdownTimeout time.Duration
 	// Public configures the public intake's limits; the zero value takes httpapi's defaults.
 	Public httpapi.PublicConfig
+	// PublicURL is the operator UI's base URL, for the authenticated link in Slack messages.
+	PublicURL string
+	// SlackPollInterval is how often an idle Slack worker looks for jobs (River's default if zero).
+	SlackPollInterval time.Duration
 }
 
 // App is an opened Casebook.
@@ -62,6 +69,12 @@ type App struct {
 	Audit    *commands.AuditLog
 	Reader   *queries.Reader
 	Runners  []*projections.Runner
+	// Slack holds installations, destinations and projection health; Jobs is the River client
+	// of the Slack effect queue (started by Serve); Effects manages its jobs for operators.
+	Slack       *slackproj.Store
+	Jobs        *river.Client[*sql.Tx]
+	Effects     *slackproj.Effects
+	SlackWorker *slackproj.Worker
 
 	// owner is the subscriber lease identity: fixed in embedded mode, where the serve lock makes this
 	// process the only server; random per process otherwise.
@@ -174,8 +187,36 @@ func (a *App) wire(ctx context.Context) error {
 	if err := qm.Setup(ctx); err != nil {
 		return err
 	}
-	a.Runners = []*projections.Runner{qm}
+	if err := a.wireSlack(ctx, secret, qm); err != nil {
+		return err
+	}
 	return a.wireAudit(ctx)
+}
+
+// wireSlack adds the Slack projection: River's tables, the effect worker and the slackintents
+// subscriber, which inserts jobs in its checkpoint's transaction.
+func (a *App) wireSlack(ctx context.Context, secret []byte, qm *projections.Runner) error {
+	if err := slackproj.MigrateRiver(ctx, a.DB, a.Config.Logger); err != nil {
+		return err
+	}
+	st, err := slackproj.NewStore(ctx, a.DB, a.Store, secret, a.Config.Now)
+	if err != nil {
+		return err
+	}
+	a.Slack = st
+	worker := &slackproj.Worker{Store: st, Events: a.Store, Load: a.Commands.Load, LinkBase: a.Config.PublicURL}
+	jobs, err := slackproj.NewClient(a.DB, slackproj.ClientConfig{Logger: a.Config.Logger, Worker: worker, FetchPollInterval: a.Config.SlackPollInterval})
+	if err != nil {
+		return err
+	}
+	a.Jobs, a.Effects, a.SlackWorker = jobs, &slackproj.Effects{Client: jobs}, worker
+	intents := &projections.Runner{Store: a.Store, DB: a.DB, Projection: &slackproj.Intents{Jobs: jobs, Store: st}, Logger: a.Config.Logger,
+		Now: a.Config.Now, Owner: a.owner, LeaseTTL: a.Config.LeaseTTL}
+	if err := intents.Setup(ctx); err != nil {
+		return err
+	}
+	a.Runners = []*projections.Runner{qm, intents}
+	return nil
 }
 
 // QueryModel returns the query-model runner.
@@ -209,7 +250,7 @@ func (a *App) Handler() http.Handler {
 	s := &httpapi.Server{
 		Commands: a.audited(), Reader: a.Reader, Tenancy: a.Tenancy, QueryModel: a.QueryModel(),
 		Head: a.Store.Head, Ready: a.Ready, Logger: a.Config.Logger, Public: a.Config.Public, Admin: a,
-		Metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), RequestMetrics: httpapi.NewRequestMetrics(reg),
+		Metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), RequestMetrics: httpapi.NewRequestMetrics(reg), Slack: slackAPI{a},
 	}
 	return s.Handler()
 }
@@ -231,6 +272,11 @@ func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 		wg.Go(func() { _ = r.Run(subCtx) })
 	}
 	wg.Go(func() { a.checkVersions(subCtx) })
+	if err := a.Jobs.Start(subCtx); err != nil {
+		stopSubs()
+		wg.Wait()
+		return fmt.Errorf("start slack worker: %w", err)
+	}
 	srv := &http.Server{
 		Handler:           a.Handler(),
 		ReadHeaderTimeout: 10 * time.Second,
@@ -253,6 +299,11 @@ func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 			err = serr
 		}
 	}
+	jctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), a.Config.ShutdownTimeout)
+	if serr := a.Jobs.Stop(jctx); serr != nil {
+		a.Config.Logger.Warn("slack worker stop", "err", serr)
+	}
+	cancel()
 	stopSubs()
 	wg.Wait()
 	if errors.Is(err, http.ErrServerClosed) {

@@ -1,0 +1,95 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/gorilla/mux"
+
+	"github.com/casebook/casebook/domain"
+)
+
+// Slack is what the Slack routes need: effect jobs and per-inquiry projection health, always
+// within the caller's tenant (another tenant's job is domain.ErrNotFound).
+type Slack interface {
+	ListEffects(ctx context.Context, tenant domain.TenantID, states []string) (any, error)
+	RetryEffect(ctx context.Context, tenant domain.TenantID, id int64) (any, error)
+	CancelEffect(ctx context.Context, tenant domain.TenantID, id int64) (any, error)
+	// SlackHealth is an inquiry's "slack" block: state pending, synced, failed or disabled.
+	SlackHealth(ctx context.Context, tenant domain.TenantID, id domain.InquiryID) (any, error)
+}
+
+func (s *Server) slackAdminRoutes(a *mux.Router) {
+	a.HandleFunc("/effects", s.listEffects).Methods(http.MethodGet)
+	a.HandleFunc("/effects/{id}/retry", s.effectOp(true)).Methods(http.MethodPost)
+	a.HandleFunc("/effects/{id}/cancel", s.effectOp(false)).Methods(http.MethodPost)
+}
+
+func (s *Server) listEffects(w http.ResponseWriter, r *http.Request) {
+	if s.Slack == nil {
+		s.writeError(w, r, &apiError{http.StatusNotFound, "not_found", "no such route"})
+		return
+	}
+	var states []string
+	if v := r.URL.Query().Get("state"); v != "" {
+		states = strings.Split(v, ",")
+	}
+	items, err := s.Slack.ListEffects(r.Context(), principal(r).TenantID, states)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"items": items})
+}
+
+func (s *Server) effectOp(retry bool) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if s.Slack == nil {
+			s.writeError(w, r, &apiError{http.StatusNotFound, "not_found", "no such route"})
+			return
+		}
+		id, err := strconv.ParseInt(mux.Vars(r)["id"], 10, 64)
+		if err != nil {
+			s.writeError(w, r, domain.ErrNotFound)
+			return
+		}
+		op := s.Slack.CancelEffect
+		if retry {
+			op = s.Slack.RetryEffect
+		}
+		out, err := op(r.Context(), principal(r).TenantID, id)
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, out)
+	}
+}
+
+// withSlack adds the inquiry's Slack projection health to a detail view.
+func (s *Server) withSlack(ctx context.Context, tenant domain.TenantID, id domain.InquiryID, detail any) any {
+	if s.Slack == nil {
+		return detail
+	}
+	h, err := s.Slack.SlackHealth(ctx, tenant, id)
+	if err != nil {
+		s.logger().WarnContext(ctx, "slack health unavailable", "err", err)
+		h = map[string]string{"state": "unknown"}
+	}
+	d, err := json.Marshal(detail)
+	if err != nil || len(d) < 2 || d[len(d)-1] != '}' {
+		return detail
+	}
+	hb, err := json.Marshal(h)
+	if err != nil {
+		return detail
+	}
+	sep := ","
+	if len(d) == 2 {
+		sep = ""
+	}
+	return json.RawMessage(string(d[:len(d)-1]) + sep + `"slack":` + string(hb) + "}")
+}

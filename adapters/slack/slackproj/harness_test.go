@@ -1,0 +1,188 @@
+package slackproj_test
+
+import (
+	"context"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/rivertype"
+
+	"github.com/casebook/casebook/adapters/slack/fakeslack"
+	"github.com/casebook/casebook/adapters/slack/slackproj"
+	"github.com/casebook/casebook/commands"
+	"github.com/casebook/casebook/domain"
+	"github.com/casebook/casebook/internal/app"
+	"github.com/casebook/casebook/internal/pgtest"
+)
+
+const channel = "C0OPS000001"
+
+// clock is the app's injected time, advanced by hand.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+type bundle struct {
+	app    *app.App
+	fake   *fakeslack.Server
+	clock  *clock
+	tenant domain.TenantID
+	admin  domain.Principal
+	op     domain.Principal
+	worked map[int64]bool
+}
+
+// backends opens the app on a fresh SQLite file and, when TEST_DATABASE_URL is set, on Postgres.
+var backends = []struct {
+	name string
+	cfg  func(t *testing.T) app.Config
+}{
+	{"sqlite", func(t *testing.T) app.Config { return app.Config{DataDir: filepath.Join(t.TempDir(), "data")} }},
+	{"postgres", func(t *testing.T) app.Config { return app.Config{DatabaseURL: pgtest.URL(t)} }},
+}
+
+func eachBackend(t *testing.T, fn func(t *testing.T, b *bundle)) {
+	t.Helper()
+	for _, be := range backends {
+		t.Run(be.name, func(t *testing.T) {
+			t.Parallel()
+			fn(t, setup(t, be.cfg(t), "personal"))
+		})
+	}
+}
+
+func setup(t *testing.T, cfg app.Config, clearance string) *bundle {
+	t.Helper()
+	ctx := t.Context()
+	c := &clock{t: time.Date(2026, 11, 1, 9, 0, 0, 0, time.UTC)}
+	cfg.Now, cfg.PublicURL = c.Now, "https://casebook.example"
+	cfg.SlackPollInterval = 20 * time.Millisecond
+	a, err := app.Open(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = a.Close() })
+	fake := fakeslack.NewTestServer(t, fakeslack.Options{Channels: []string{channel}})
+	ten, admin, _, err := a.Tenancy.CreateTenant(ctx, "acme")
+	if err != nil {
+		t.Fatal(err)
+	}
+	op, _, err := a.Tenancy.CreatePrincipal(ctx, "acme", "Olga", domain.RoleOperator, "support")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &bundle{app: a, fake: fake, clock: c, tenant: ten.ID, admin: admin, op: op, worked: map[int64]bool{}}
+	if clearance != "" {
+		b.install(t, clearance)
+	}
+	return b
+}
+
+func (b *bundle) install(t *testing.T, clearance string) {
+	t.Helper()
+	if _, err := b.app.Slack.Install(t.Context(), slackproj.InstallRequest{Tenant: b.tenant, Token: b.fake.Token(),
+		SigningSecret: "sig-secret", AppID: "A0FAKEAPP01", APIURL: b.fake.URL()}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.app.Slack.SetDestination(t.Context(), slackproj.DestinationRequest{Tenant: b.tenant, Channel: channel, Clearance: clearance}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (b *bundle) intake(t *testing.T, key string) domain.InquiryID {
+	t.Helper()
+	res, err := b.app.Commands.Intake(t.Context(), commands.Intake{Tenant: b.tenant, Source: domain.SourcePublicForm, IdempotencyKey: key,
+		Requester: domain.Requester{Name: "Ada Lovelace", Email: "ada@example.com"}, Subject: "Invoice twice",
+		Message: "Invoice 42 charges me twice.", Category: "billing"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res.InquiryID
+}
+
+func (b *bundle) transition(t *testing.T, id domain.InquiryID, to domain.Status, priority domain.Priority) {
+	t.Helper()
+	_, err := b.app.Commands.Transition(t.Context(), commands.Transition{Target: commands.Target{Tenant: b.tenant, InquiryID: id, Actor: b.op},
+		To: to, Priority: priority, Reason: "because"})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// project runs every subscriber until it has applied the whole log.
+func (b *bundle) project(t *testing.T) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	head, err := b.app.Store.Head(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	for _, r := range b.app.Runners {
+		wg.Go(func() { _ = r.Run(runCtx) })
+	}
+	for _, r := range b.app.Runners {
+		if err := r.WaitFor(ctx, head); err != nil {
+			stop()
+			wg.Wait()
+			t.Fatalf("projection %s did not catch up: %v", r.Projection.Name(), err)
+		}
+	}
+	stop()
+	wg.Wait()
+}
+
+// jobs lists the tenant's Slack jobs in insertion order.
+func (b *bundle) jobs(t *testing.T) []*rivertype.JobRow {
+	t.Helper()
+	res, err := b.app.Jobs.JobList(t.Context(), river.NewJobListParams().Kinds(slackproj.SyncArgs{}.Kind()).
+		OrderBy(river.JobListOrderByID, river.SortOrderAsc).First(1000))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res.Jobs
+}
+
+// work runs the worker directly on every job not worked yet and returns their results.
+func (b *bundle) work(t *testing.T) []error {
+	t.Helper()
+	var out []error
+	for _, j := range b.jobs(t) {
+		if b.worked[j.ID] {
+			continue
+		}
+		b.worked[j.ID] = true
+		out = append(out, b.workJob(t.Context(), t, j))
+	}
+	return out
+}
+
+func (b *bundle) workJob(ctx context.Context, t *testing.T, j *rivertype.JobRow) error {
+	t.Helper()
+	var args slackproj.SyncArgs
+	if err := decodeArgs(j.EncodedArgs, &args); err != nil {
+		t.Fatal(err)
+	}
+	return b.app.SlackWorker.Work(ctx, &river.Job[slackproj.SyncArgs]{JobRow: j, Args: args})
+}
+
+// roots returns the top-level messages in the channel (newest first is the fake's order).
+func (b *bundle) roots() []fakeslack.Message { return b.fake.Messages(channel) }
+
+// writes counts Slack write calls.
+func (b *bundle) writes() int {
+	return b.fake.CallCount("chat.postMessage") + b.fake.CallCount("chat.update")
+}

@@ -1,0 +1,350 @@
+package slackproj
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/slack-go/slack"
+
+	"github.com/casebook/casebook/domain"
+	"github.com/casebook/casebook/eventstore"
+	"github.com/casebook/casebook/internal/sqldb"
+	"github.com/casebook/casebook/tenancy"
+)
+
+// DefaultAPIURL is Slack's Web API base URL.
+const DefaultAPIURL = "https://slack.com/api/"
+
+var migrations = []sqldb.Migration{{Version: 1, SQL: `
+CREATE TABLE IF NOT EXISTS slack_installations (
+	id                 TEXT   PRIMARY KEY,
+	tenant_id          TEXT   NOT NULL,
+	install_key        TEXT   NOT NULL,
+	enterprise_id      TEXT   NOT NULL DEFAULT '',
+	team_id            TEXT   NOT NULL,
+	app_id             TEXT   NOT NULL DEFAULT '',
+	bot_user_id        TEXT   NOT NULL DEFAULT '',
+	api_url            TEXT   NOT NULL,
+	token_sealed       TEXT   NOT NULL,
+	signing_sealed     TEXT   NOT NULL,
+	active             INTEGER NOT NULL,
+	installed_at       BIGINT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS slack_installations_key ON slack_installations (install_key, active);
+CREATE TABLE IF NOT EXISTS slack_destinations (
+	id              TEXT   PRIMARY KEY,
+	tenant_id       TEXT   NOT NULL,
+	team            TEXT   NOT NULL DEFAULT '',
+	installation_id TEXT   NOT NULL,
+	channel_id      TEXT   NOT NULL,
+	clearance       TEXT   NOT NULL,
+	active          INTEGER NOT NULL,
+	created_at      BIGINT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS slack_destinations_tenant ON slack_destinations (tenant_id, team, active);
+CREATE TABLE IF NOT EXISTS slack_destination_health (
+	tenant_id      TEXT   NOT NULL,
+	channel_key    TEXT   NOT NULL,
+	cooldown_until BIGINT NOT NULL DEFAULT 0,
+	circuit_open   INTEGER NOT NULL DEFAULT 0,
+	circuit_reason TEXT   NOT NULL DEFAULT '',
+	opened_at      BIGINT NOT NULL DEFAULT 0,
+	next_probe_at  BIGINT NOT NULL DEFAULT 0,
+	PRIMARY KEY (tenant_id, channel_key)
+);
+CREATE TABLE IF NOT EXISTS slack_effect_attempts (
+	effect_key TEXT   PRIMARY KEY,
+	created_at BIGINT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS slack_sync_health (
+	tenant_id     TEXT   NOT NULL,
+	inquiry_id    TEXT   NOT NULL,
+	last_success  BIGINT NOT NULL DEFAULT 0,
+	last_error    TEXT   NOT NULL DEFAULT '',
+	error_class   TEXT   NOT NULL DEFAULT '',
+	last_error_at BIGINT NOT NULL DEFAULT 0,
+	PRIMARY KEY (tenant_id, inquiry_id)
+)`}}
+
+// Installation is a bot installation in one workspace, bound to one tenant.
+type Installation struct {
+	ID           string          `json:"installation_id"`
+	Tenant       domain.TenantID `json:"tenant_id"`
+	Key          string          `json:"key"`
+	EnterpriseID string          `json:"enterprise_id,omitempty"`
+	TeamID       string          `json:"team_id"`
+	AppID        string          `json:"app_id,omitempty"`
+	BotUserID    string          `json:"bot_user_id,omitempty"`
+	APIURL       string          `json:"api_url"`
+	token        string
+}
+
+// Token returns the decrypted bot token.
+func (i Installation) Token() string { return i.token }
+
+// InstallKey is the installation's identity: enterprise id when present, team id, app id.
+func InstallKey(enterpriseID, teamID, appID string) string {
+	return enterpriseID + "/" + teamID + "/" + appID
+}
+
+// Destination is where a tenant's (or a team's) inquiries are projected.
+type Destination struct {
+	ID           string                `json:"destination_id"`
+	Tenant       domain.TenantID       `json:"tenant_id"`
+	Team         string                `json:"team,omitempty"`
+	Installation Installation          `json:"installation"`
+	Channel      string                `json:"channel"`
+	Clearance    domain.Classification `json:"-"`
+	ClearanceStr string                `json:"clearance"`
+}
+
+// channelKey names the destination for cooldowns and circuits: installation key and channel.
+func (d Destination) channelKey() string { return d.Installation.Key + "#" + d.Channel }
+
+// Store keeps installations, destinations and per-destination health.
+type Store struct {
+	DB     *sqldb.DB
+	Events eventstore.Store
+	Sealer *Sealer
+	Now    func() time.Time
+	// HTTPClient is used for Slack calls; nil uses one with a 10 s timeout.
+	HTTPClient *http.Client
+}
+
+// NewStore migrates the tables and returns a store.
+func NewStore(ctx context.Context, db *sqldb.DB, events eventstore.Store, secret []byte, now func() time.Time) (*Store, error) {
+	if err := Migrate(ctx, db); err != nil {
+		return nil, err
+	}
+	s, err := NewSealer(secret)
+	if err != nil {
+		return nil, err
+	}
+	if now == nil {
+		now = time.Now
+	}
+	return &Store{DB: db, Events: events, Sealer: s, Now: now}, nil
+}
+
+// Migrate creates the package's relational tables.
+func Migrate(ctx context.Context, db *sqldb.DB) error {
+	return sqldb.Migrate(ctx, db, "slackproj", migrations)
+}
+
+func (s *Store) httpClient() *http.Client {
+	if s.HTTPClient != nil {
+		return s.HTTPClient
+	}
+	return &http.Client{Timeout: 10 * time.Second}
+}
+
+// Client returns a slack-go client for an installation (no automatic retries).
+func (s *Store) Client(in Installation) *slack.Client {
+	return slack.New(in.token, slack.OptionAPIURL(in.APIURL), slack.OptionHTTPClient(s.httpClient()))
+}
+
+// InstallRequest is what `casebook slack install` supplies.
+type InstallRequest struct {
+	Tenant        domain.TenantID
+	Token         string
+	SigningSecret string
+	AppID         string
+	APIURL        string
+}
+
+// Install verifies the token with auth.test and records the installation; a reinstall of the same
+// key supersedes the old row (destinations move to the new one) with an audit event. A key held by
+// another tenant is domain.ErrConflict.
+func (s *Store) Install(ctx context.Context, r InstallRequest) (Installation, error) {
+	if !strings.HasPrefix(r.Token, "xoxb-") {
+		return Installation{}, domain.Invalid("token", "must be a bot token (xoxb-…)")
+	}
+	if r.SigningSecret == "" {
+		return Installation{}, domain.Invalid("signing_secret", "is required")
+	}
+	if r.APIURL == "" {
+		r.APIURL = DefaultAPIURL
+	}
+	api := slack.New(r.Token, slack.OptionAPIURL(r.APIURL), slack.OptionHTTPClient(s.httpClient()))
+	auth, err := api.AuthTestContext(ctx)
+	if err != nil {
+		return Installation{}, fmt.Errorf("auth.test: %w", err)
+	}
+	in := Installation{
+		ID: tenancy.NewID(), Tenant: r.Tenant, EnterpriseID: auth.EnterpriseID, TeamID: auth.TeamID,
+		AppID: r.AppID, BotUserID: auth.UserID, APIURL: r.APIURL, token: r.Token,
+	}
+	in.Key = InstallKey(in.EnterpriseID, in.TeamID, in.AppID)
+	var replaces string
+	err = sqldb.InTx(ctx, s.DB, func(tx *sql.Tx) error {
+		var owner string
+		err := tx.QueryRowContext(ctx, s.DB.Rebind(`SELECT id, tenant_id FROM slack_installations WHERE install_key = ? AND active = 1`), in.Key).
+			Scan(&replaces, &owner)
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+			replaces = ""
+		case err != nil:
+			return err
+		case owner != string(r.Tenant):
+			return fmt.Errorf("installation %s belongs to another tenant: %w", in.Key, domain.ErrConflict)
+		}
+		if replaces != "" {
+			if _, err := tx.ExecContext(ctx, s.DB.Rebind(`UPDATE slack_installations SET active = 0 WHERE id = ?`), replaces); err != nil {
+				return err
+			}
+			if _, err := tx.ExecContext(ctx, s.DB.Rebind(`UPDATE slack_destinations SET installation_id = ? WHERE installation_id = ?`), in.ID, replaces); err != nil {
+				return err
+			}
+		}
+		_, err = tx.ExecContext(ctx, s.DB.Rebind(`INSERT INTO slack_installations (id, tenant_id, install_key, enterprise_id, team_id, app_id,
+			bot_user_id, api_url, token_sealed, signing_sealed, active, installed_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?)`),
+			in.ID, in.Tenant, in.Key, in.EnterpriseID, in.TeamID, in.AppID, in.BotUserID, in.APIURL,
+			s.Sealer.Seal(r.Token, in.ID+"/token"), s.Sealer.Seal(r.SigningSecret, in.ID+"/signing_secret"), s.Now().UnixNano())
+		return err
+	})
+	if err != nil {
+		return Installation{}, err
+	}
+	_, err = appendEvent(ctx, s.Events, InstallationStream(r.Tenant), eventstore.Any(), r.Tenant, "slack-install:"+in.ID, s.Now(),
+		"SlackInstalled", SlackInstalled{InstallationID: in.ID, Key: in.Key, EnterpriseID: in.EnterpriseID, TeamID: in.TeamID, AppID: in.AppID, Replaces: replaces})
+	return in, err
+}
+
+// ActiveInstallation returns a tenant's active installation (the newest when several workspaces).
+func (s *Store) installation(ctx context.Context, tenant domain.TenantID, id string) (Installation, error) {
+	var in Installation
+	var tok string
+	err := s.DB.QueryRowContext(ctx, s.DB.Rebind(`SELECT id, tenant_id, install_key, enterprise_id, team_id, app_id, bot_user_id, api_url, token_sealed
+		FROM slack_installations WHERE tenant_id = ? AND id = ? AND active = 1`), tenant, id).
+		Scan(&in.ID, &in.Tenant, &in.Key, &in.EnterpriseID, &in.TeamID, &in.AppID, &in.BotUserID, &in.APIURL, &tok)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Installation{}, fmt.Errorf("installation: %w", domain.ErrNotFound)
+	}
+	if err != nil {
+		return Installation{}, err
+	}
+	if in.token, err = s.Sealer.Open(tok, in.ID+"/token"); err != nil {
+		return Installation{}, err
+	}
+	return in, nil
+}
+
+// SigningSecret returns an installation's decrypted signing secret.
+func (s *Store) SigningSecret(ctx context.Context, tenant domain.TenantID, id string) (string, error) {
+	var sealed string
+	err := s.DB.QueryRowContext(ctx, s.DB.Rebind(`SELECT signing_sealed FROM slack_installations WHERE tenant_id = ? AND id = ?`), tenant, id).Scan(&sealed)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", fmt.Errorf("installation: %w", domain.ErrNotFound)
+	}
+	if err != nil {
+		return "", err
+	}
+	return s.Sealer.Open(sealed, id+"/signing_secret")
+}
+
+// ParseClearance reads public, internal or personal.
+func ParseClearance(v string) (domain.Classification, error) {
+	switch v {
+	case "public":
+		return domain.Public, nil
+	case "internal":
+		return domain.Internal, nil
+	case "personal":
+		return domain.Personal, nil
+	}
+	return 0, domain.Invalid("clearance", "must be public, internal or personal")
+}
+
+// DestinationRequest is what `casebook slack destination` supplies.
+type DestinationRequest struct {
+	Tenant    domain.TenantID
+	Team      string // "" is the tenant's default
+	Channel   string
+	Clearance string
+	// Installation picks one when the tenant has several; "" takes the newest active one.
+	Installation string
+}
+
+// SetDestination makes a channel the destination of a tenant (or one of its teams). The previous
+// destination is kept, inactive; threads already posted move to the new channel as new mappings.
+func (s *Store) SetDestination(ctx context.Context, r DestinationRequest) (Destination, error) {
+	cl, err := ParseClearance(r.Clearance)
+	if err != nil {
+		return Destination{}, err
+	}
+	if r.Channel == "" || (r.Channel[0] != 'C' && r.Channel[0] != 'G') {
+		return Destination{}, domain.Invalid("channel", "must be a channel id (C…/G…)")
+	}
+	if r.Installation == "" {
+		err := s.DB.QueryRowContext(ctx, s.DB.Rebind(`SELECT id FROM slack_installations WHERE tenant_id = ? AND active = 1
+			ORDER BY installed_at DESC LIMIT 1`), r.Tenant).Scan(&r.Installation)
+		if errors.Is(err, sql.ErrNoRows) {
+			return Destination{}, domain.Invalid("tenant", "has no Slack installation: run casebook slack install first")
+		}
+		if err != nil {
+			return Destination{}, err
+		}
+	}
+	in, err := s.installation(ctx, r.Tenant, r.Installation)
+	if err != nil {
+		return Destination{}, err
+	}
+	d := Destination{ID: tenancy.NewID(), Tenant: r.Tenant, Team: r.Team, Installation: in, Channel: r.Channel, Clearance: cl, ClearanceStr: r.Clearance}
+	var replaces string
+	err = sqldb.InTx(ctx, s.DB, func(tx *sql.Tx) error {
+		err := tx.QueryRowContext(ctx, s.DB.Rebind(`SELECT id FROM slack_destinations WHERE tenant_id = ? AND team = ? AND active = 1`), r.Tenant, r.Team).Scan(&replaces)
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, s.DB.Rebind(`UPDATE slack_destinations SET active = 0 WHERE tenant_id = ? AND team = ?`), r.Tenant, r.Team); err != nil {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, s.DB.Rebind(`INSERT INTO slack_destinations (id, tenant_id, team, installation_id, channel_id, clearance, active, created_at)
+			VALUES (?, ?, ?, ?, ?, ?, 1, ?)`), d.ID, d.Tenant, d.Team, in.ID, d.Channel, r.Clearance, s.Now().UnixNano())
+		return err
+	})
+	if err != nil {
+		return Destination{}, err
+	}
+	_, err = appendEvent(ctx, s.Events, InstallationStream(r.Tenant), eventstore.Any(), r.Tenant, "slack-destination:"+d.ID, s.Now(),
+		"SlackDestinationSet", SlackDestinationSet{DestinationID: d.ID, Team: d.Team, InstallationID: in.ID, Channel: d.Channel, Clearance: r.Clearance, Replaces: replaces})
+	return d, err
+}
+
+// HasDestination reports whether a tenant has any active destination (no destination: zero I/O).
+func (s *Store) HasDestination(ctx context.Context, q interface {
+	QueryRowContext(context.Context, string, ...any) *sql.Row
+}, tenant domain.TenantID) (bool, error) {
+	var n int
+	err := q.QueryRowContext(ctx, s.DB.Rebind(`SELECT count(*) FROM slack_destinations WHERE tenant_id = ? AND active = 1`), tenant).Scan(&n)
+	return n > 0, err
+}
+
+// DestinationFor returns the destination of an inquiry's team, else the tenant's default.
+// domain.ErrNotFound means Slack is disabled for it.
+func (s *Store) DestinationFor(ctx context.Context, tenant domain.TenantID, team string) (Destination, error) {
+	var d Destination
+	var instID string
+	err := s.DB.QueryRowContext(ctx, s.DB.Rebind(`SELECT id, team, installation_id, channel_id, clearance FROM slack_destinations
+		WHERE tenant_id = ? AND active = 1 AND (team = ? OR team = '') ORDER BY CASE WHEN team = '' THEN 1 ELSE 0 END LIMIT 1`), tenant, team).
+		Scan(&d.ID, &d.Team, &instID, &d.Channel, &d.ClearanceStr)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Destination{}, fmt.Errorf("slack destination: %w", domain.ErrNotFound)
+	}
+	if err != nil {
+		return Destination{}, err
+	}
+	d.Tenant = tenant
+	if d.Clearance, err = ParseClearance(d.ClearanceStr); err != nil {
+		return Destination{}, err
+	}
+	if d.Installation, err = s.installation(ctx, tenant, instID); err != nil {
+		return Destination{}, err
+	}
+	return d, nil
+}

@@ -1,0 +1,165 @@
+package slackproj
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/riverqueue/river"
+
+	"github.com/casebook/casebook/domain"
+	"github.com/casebook/casebook/eventstore"
+	"github.com/casebook/casebook/internal/sqldb"
+	"github.com/casebook/casebook/projections"
+)
+
+// IntentsName is the projection's name.
+const IntentsName = "slackintents"
+
+// IntentsVersion changes whenever slack_threads or the emitted jobs change.
+const IntentsVersion = 1
+
+const intentsSchema = `
+CREATE TABLE IF NOT EXISTS slack_threads{g} (
+	tenant_id        TEXT   NOT NULL,
+	inquiry_id       TEXT   NOT NULL,
+	desired_version  BIGINT NOT NULL DEFAULT 0,
+	installation     TEXT   NOT NULL DEFAULT '',
+	channel_id       TEXT   NOT NULL DEFAULT '',
+	root_ts          TEXT   NOT NULL DEFAULT '',
+	observed_version BIGINT NOT NULL DEFAULT 0,
+	PRIMARY KEY (tenant_id, inquiry_id)
+)`
+
+
+// Intents is the slackintents subscriber. From inquiry streams it records each inquiry's desired
+// version and, for tenants with a destination, inserts one sync job per inquiry per batch (the
+// newest version) in the checkpoint's transaction; Batch.Emit records the effect key first, so a
+// redelivery never inserts twice and a rebuild (Batch.Replaying) inserts nothing. From slackproj
+// streams it folds the thread mapping (tenant, inquiry) → (installation, channel, root ts,
+// observed version), which a replay rebuilds.
+type Intents struct {
+	Jobs  *river.Client[*sql.Tx]
+	Store *Store
+}
+
+var _ projections.Projection = (*Intents)(nil)
+
+// Name implements projections.Projection.
+func (*Intents) Name() string { return IntentsName }
+
+// Version implements projections.Projection.
+func (*Intents) Version() int { return IntentsVersion }
+
+// Tables implements projections.Projection.
+func (*Intents) Tables() []string { return []string{"slack_threads"} }
+
+// Setup implements projections.Projection.
+func (*Intents) Setup(ctx context.Context, db *sqldb.DB, gen projections.Generation) error {
+	ddl := strings.ReplaceAll(intentsSchema, "{g}", gen.Table(""))
+	return sqldb.Migrate(ctx, db, projections.GenerationName(IntentsName, gen), []sqldb.Migration{{Version: 1, SQL: ddl}})
+}
+
+type threadKey struct {
+	tenant domain.TenantID
+	id     domain.InquiryID
+}
+
+// Apply implements projections.Projection.
+func (p *Intents) Apply(ctx context.Context, b *projections.Batch) error {
+	table := b.Gen.Table("slack_threads")
+	desired := map[threadKey]uint64{}
+	var order []threadKey
+	for _, e := range b.Events {
+		var m domain.Metadata
+		switch {
+		case strings.HasPrefix(e.StreamID, "inquiry-"):
+		case strings.HasPrefix(e.StreamID, "slackproj-"):
+		default:
+			continue
+		}
+		if err := json.Unmarshal(e.Metadata, &m); err != nil {
+			return fmt.Errorf("%s: metadata: %w", e.StreamID, err)
+		}
+		if strings.HasPrefix(e.StreamID, "inquiry-") {
+			id, ok := strings.CutPrefix(e.StreamID, "inquiry-"+string(m.TenantID)+"-")
+			if !ok || m.TenantID == "" {
+				return fmt.Errorf("%s: stream does not belong to tenant %q", e.StreamID, m.TenantID)
+			}
+			k := threadKey{m.TenantID, domain.InquiryID(id)}
+			if _, seen := desired[k]; !seen {
+				order = append(order, k)
+			}
+			desired[k] = max(desired[k], e.Revision+1)
+			continue
+		}
+		id, ok := strings.CutPrefix(e.StreamID, "slackproj-"+string(m.TenantID)+"-")
+		if !ok || m.TenantID == "" {
+			return fmt.Errorf("%s: stream does not belong to tenant %q", e.StreamID, m.TenantID)
+		}
+		if err := p.foldThread(ctx, b, table, m.TenantID, domain.InquiryID(id), e); err != nil {
+			return err
+		}
+	}
+	for _, k := range order {
+		v := desired[k]
+		if err := b.Exec(ctx, `INSERT INTO `+table+` (tenant_id, inquiry_id, desired_version) VALUES (?, ?, ?)
+			ON CONFLICT (tenant_id, inquiry_id) DO UPDATE SET desired_version = CASE WHEN `+table+`.desired_version > excluded.desired_version
+			THEN `+table+`.desired_version ELSE excluded.desired_version END`, k.tenant, k.id, v); err != nil {
+			return err
+		}
+		if b.Replaying {
+			continue // a rebuild never emits: the live generation did
+		}
+		has, err := p.Store.HasDestination(ctx, b.Tx, k.tenant)
+		if err != nil {
+			return err
+		}
+		if !has {
+			continue // Slack disabled for the tenant: no job, zero I/O
+		}
+		args := SyncArgs{Tenant: k.tenant, Inquiry: k.id, Version: v}
+		fresh, err := b.Emit(ctx, IntentsName, projections.Effect{
+			Key: fmt.Sprintf("slack/thread/%s/%s/%d", k.tenant, k.id, v), Kind: args.Kind(), Tenant: string(k.tenant),
+		})
+		if err != nil {
+			return err
+		}
+		if !fresh {
+			continue
+		}
+		opts := args.InsertOpts()
+		opts.Tags = []string{tenantTag(k.tenant)}
+		if _, err := p.Jobs.InsertTx(ctx, b.Tx, args, &opts); err != nil {
+			return fmt.Errorf("insert slack job: %w", err)
+		}
+	}
+	return nil
+}
+
+// foldThread applies one slackproj event to the mapping row. Events at or below the row's
+// observed version change nothing, so redelivery is harmless.
+func (p *Intents) foldThread(ctx context.Context, b *projections.Batch, table string, tenant domain.TenantID, id domain.InquiryID, e eventstore.RecordedEvent) error {
+	if err := b.Exec(ctx, `INSERT INTO `+table+` (tenant_id, inquiry_id) VALUES (?, ?) ON CONFLICT (tenant_id, inquiry_id) DO NOTHING`, tenant, id); err != nil {
+		return err
+	}
+	switch e.Type {
+	case "SlackThreadPosted":
+		var ev SlackThreadPosted
+		if err := json.Unmarshal(e.Data, &ev); err != nil {
+			return err
+		}
+		return b.Exec(ctx, `UPDATE `+table+` SET installation = ?, channel_id = ?, root_ts = ?, observed_version = ?
+			WHERE tenant_id = ? AND inquiry_id = ?`, ev.Installation, ev.Channel, ev.TS, ev.Version, tenant, id)
+	case "SlackThreadSynced":
+		var ev SlackThreadSynced
+		if err := json.Unmarshal(e.Data, &ev); err != nil {
+			return err
+		}
+		return b.Exec(ctx, `UPDATE `+table+` SET observed_version = ? WHERE tenant_id = ? AND inquiry_id = ? AND observed_version < ?`,
+			ev.Version, tenant, id, ev.Version)
+	}
+	return fmt.Errorf("slackproj: unknown event type %q", e.Type)
+}

@@ -1,0 +1,128 @@
+package slackproj
+
+import (
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/slack-go/slack"
+
+	"github.com/casebook/casebook/domain"
+)
+
+// Action ids of the root message's buttons. Their value is the receipt, an opaque reference; the
+// callback (a later issue) resolves the inquiry from the stored thread mapping, never from it.
+const (
+	ActionClaim   = "casebook_claim"
+	ActionResolve = "casebook_resolve"
+)
+
+// maxTextRunes bounds a free-text field in a section (Slack allows 3000 characters).
+const maxTextRunes = 2500
+
+// Rendered is a message ready for chat.postMessage or chat.update.
+type Rendered struct {
+	Text   string // notification fallback, redacted like the blocks
+	Blocks []slack.Block
+}
+
+// field is one line of a rendered message; Class is looked up in domain.FieldClasses.
+type field struct{ name, label, value string }
+
+// cleared keeps the fields a destination of clearance may show. It is the one redaction policy:
+// every field of every message passes through it, unknown fields fail closed.
+func cleared(clearance domain.Classification, fs []field) []field {
+	out := fs[:0:0]
+	for _, f := range fs {
+		if f.value != "" && domain.Cleared(f.name, clearance) {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+func coarse(s domain.Status) string {
+	if s.Terminal() {
+		return "closed"
+	}
+	return "open"
+}
+
+func truncate(s string) string {
+	if utf8.RuneCountInString(s) <= maxTextRunes {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:maxTextRunes]) + "…"
+}
+
+// escape neutralises Slack mrkdwn control characters in user-supplied text.
+func escape(s string) string {
+	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace(s)
+}
+
+func fieldsOf(q *domain.Inquiry, link string) []field {
+	return []field{
+		{"receipt", "Receipt", q.Receipt},
+		{"status", "Status", string(q.Status)},
+		{"status.coarse", "State", coarse(q.Status)},
+		{"priority", "Priority", string(q.Priority)},
+		{"category", "Category", q.Category},
+		{"owner", "Owner", string(q.Owner)},
+		{"team", "Team", q.Team},
+		{"requester.name", "From", q.Requester.Name},
+		{"requester.email", "Email", q.Requester.Email},
+		{"subject", "Subject", q.Subject},
+		{"message", "Message", truncate(q.Message)},
+		{"link", "Open", link},
+	}
+}
+
+// RenderRoot renders an inquiry's root message for a destination of the given clearance.
+func RenderRoot(q *domain.Inquiry, clearance domain.Classification, link string) Rendered {
+	fs := cleared(clearance, fieldsOf(q, link))
+	var lines []string
+	for _, f := range fs {
+		if f.name == "status" {
+			continue // shown with status.coarse below only when status is not cleared
+		}
+		if f.name == "status.coarse" && domain.Cleared("status", clearance) {
+			f.label, f.value = "Status", string(q.Status)
+		}
+		if f.name == "link" {
+			lines = append(lines, fmt.Sprintf("<%s|Open in Casebook>", f.value))
+			continue
+		}
+		lines = append(lines, fmt.Sprintf("*%s:* %s", f.label, escape(f.value)))
+	}
+	title := "Inquiry " + q.Receipt
+	blocks := []slack.Block{
+		slack.NewSectionBlock(slack.NewTextBlockObject(slack.MarkdownType, "*"+escape(title)+"*\n"+strings.Join(lines, "\n"), false, false), nil, nil),
+	}
+	if !q.Status.Terminal() {
+		claim := slack.NewButtonBlockElement(ActionClaim, q.Receipt, slack.NewTextBlockObject(slack.PlainTextType, "Claim", false, false))
+		resolve := slack.NewButtonBlockElement(ActionResolve, q.Receipt, slack.NewTextBlockObject(slack.PlainTextType, "Resolve", false, false))
+		blocks = append(blocks, slack.NewActionBlock("casebook_actions", claim, resolve))
+	}
+	return Rendered{Text: fmt.Sprintf("%s (%s)", title, statusFor(q, clearance)), Blocks: blocks}
+}
+
+// statusFor is the status a destination may see: exact when cleared, else open/closed.
+func statusFor(q *domain.Inquiry, clearance domain.Classification) string {
+	if domain.Cleared("status", clearance) {
+		return string(q.Status)
+	}
+	return coarse(q.Status)
+}
+
+// RenderReply renders the thread reply announcing the inquiry's state at its current version.
+func RenderReply(q *domain.Inquiry, clearance domain.Classification) Rendered {
+	fs := []string{"Status: " + statusFor(q, clearance)}
+	for _, f := range cleared(clearance, []field{{"priority", "Priority", string(q.Priority)}, {"owner", "Owner", string(q.Owner)}}) {
+		fs = append(fs, f.label+": "+escape(f.value))
+	}
+	text := fmt.Sprintf("Update (version %d): %s", q.Version, strings.Join(fs, ", "))
+	return Rendered{Text: text, Blocks: []slack.Block{
+		slack.NewSectionBlock(slack.NewTextBlockObject(slack.MarkdownType, text, false, false), nil, nil),
+	}}
+}

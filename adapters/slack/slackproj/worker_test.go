@@ -1,0 +1,188 @@
+package slackproj_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/riverqueue/river"
+
+	"github.com/casebook/casebook/adapters/slack/fakeslack"
+	"github.com/casebook/casebook/adapters/slack/slackproj"
+	"github.com/casebook/casebook/domain"
+)
+
+func noErrors(t *testing.T, errs []error) {
+	t.Helper()
+	for _, err := range errs {
+		if err != nil {
+			t.Fatalf("work: %v", err)
+		}
+	}
+}
+
+func oneRoot(t *testing.T, b *bundle) fakeslack.Message {
+	t.Helper()
+	roots := b.roots()
+	if len(roots) != 1 {
+		t.Fatalf("%d root messages, want exactly 1", len(roots))
+	}
+	return roots[0]
+}
+
+// TestRootPostedThenUpdatedAndReplied: intake → one root with metadata; a transition updates the
+// root and replies in its thread; the mapping and health follow.
+func TestRootPostedThenUpdatedAndReplied(t *testing.T) {
+	t.Parallel()
+	eachBackend(t, func(t *testing.T, b *bundle) {
+		id := b.intake(t, "k1")
+		b.project(t)
+		noErrors(t, b.work(t))
+		root := oneRoot(t, b)
+		if root.Metadata == nil || root.Metadata.EventType != slackproj.MetadataEventType {
+			t.Fatalf("root carries no effect metadata: %+v", root.Metadata)
+		}
+		b.transition(t, id, domain.StatusTriaged, domain.PriorityHigh)
+		b.project(t)
+		noErrors(t, b.work(t))
+		root = oneRoot(t, b)
+		if root.EditedTS == "" || len(root.Replies) != 1 || !strings.Contains(root.Replies[0].Text, "triaged") {
+			t.Fatalf("root not updated or no reply: edited=%q replies=%+v", root.EditedTS, root.Replies)
+		}
+		b.project(t)
+		h, err := b.app.Slack.Health(t.Context(), b.tenant, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h.State != "synced" || h.DesiredVersion != 2 || h.ObservedVersion != 2 || h.LastSuccess == nil {
+			t.Fatalf("health = %+v", h)
+		}
+	})
+}
+
+// TestRootOnceWhenPostTimesOutAfterApply: the post is applied but the client never hears back; the
+// retry finds the effect key in conversations.history and adopts the message.
+func TestRootOnceWhenPostTimesOutAfterApply(t *testing.T) {
+	t.Parallel()
+	eachBackend(t, func(t *testing.T, b *bundle) {
+		id := b.intake(t, "k1")
+		b.project(t)
+		b.fake.FailNext("chat.postMessage", fakeslack.TimeoutAfterApply(0))
+		j := b.jobs(t)[0]
+		ctx, cancel := context.WithCancel(t.Context())
+		go func() {
+			_ = b.fake.WaitHung(ctx, 1)
+			cancel() // the caller gives up: result unknown
+		}()
+		if err := b.workJob(ctx, t, j); err == nil {
+			t.Fatal("timed-out post reported success")
+		}
+		h, _ := b.app.Slack.Health(t.Context(), b.tenant, id)
+		if h.State != "failed" || h.ErrorClass != slackproj.ClassUnknown {
+			t.Fatalf("health after timeout = %+v", h)
+		}
+		b.clock.Advance(2 * time.Minute) // past the in-flight guard
+		if err := b.workJob(t.Context(), t, j); err != nil {
+			t.Fatal(err)
+		}
+		oneRoot(t, b)
+		if n := b.fake.CallCount("chat.postMessage"); n != 1 {
+			t.Fatalf("chat.postMessage called %d times, want 1", n)
+		}
+		if b.fake.CallCount("conversations.history") == 0 {
+			t.Fatal("no reconciliation before re-posting")
+		}
+	})
+}
+
+// TestRootOnceWhenWorkerCrashesAfterPost: the worker dies between the post and its record.
+func TestRootOnceWhenWorkerCrashesAfterPost(t *testing.T) {
+	t.Parallel()
+	eachBackend(t, func(t *testing.T, b *bundle) {
+		b.intake(t, "k1")
+		b.project(t)
+		j := b.jobs(t)[0]
+		b.app.SlackWorker.SetAfterPost(func() error { return errors.New("crash") })
+		if err := b.workJob(t.Context(), t, j); err == nil {
+			t.Fatal("crash not reported")
+		}
+		b.app.SlackWorker.SetAfterPost(nil)
+		// A retry while the attempt may still be in flight waits instead of posting.
+		var snooze *river.JobSnoozeError
+		if err := b.workJob(t.Context(), t, j); !errors.As(err, &snooze) {
+			t.Fatalf("retry inside the in-flight window: %v, want snooze", err)
+		}
+		b.clock.Advance(2 * time.Minute)
+		if err := b.workJob(t.Context(), t, j); err != nil {
+			t.Fatal(err)
+		}
+		oneRoot(t, b)
+		if n := b.fake.CallCount("chat.postMessage"); n != 1 {
+			t.Fatalf("chat.postMessage called %d times, want 1", n)
+		}
+	})
+}
+
+// TestRootOnceWhenJobRunsTwice: the same job worked twice at once, then again.
+func TestRootOnceWhenJobRunsTwice(t *testing.T) {
+	t.Parallel()
+	eachBackend(t, func(t *testing.T, b *bundle) {
+		b.intake(t, "k1")
+		b.project(t)
+		j := b.jobs(t)[0]
+		var wg sync.WaitGroup
+		for range 2 {
+			wg.Go(func() { _ = b.workJob(t.Context(), t, j) })
+		}
+		wg.Wait()
+		b.clock.Advance(2 * time.Minute)
+		if err := b.workJob(t.Context(), t, j); err != nil {
+			t.Fatal(err)
+		}
+		oneRoot(t, b)
+		if n := b.fake.CallCount("chat.postMessage"); n != 1 {
+			t.Fatalf("chat.postMessage called %d times, want 1", n)
+		}
+	})
+}
+
+// TestBurstCoalesces: a burst of 20 transitions on one inquiry costs at most 3 Slack writes in
+// all (root post, one update, one reply), whether the projection sees the burst in one batch (one
+// job) or event by event (20 jobs: the first applies the newest version, the rest do nothing).
+func TestBurstCoalesces(t *testing.T) {
+	t.Parallel()
+	for _, perEvent := range []bool{false, true} {
+		t.Run(map[bool]string{false: "one_batch", true: "job_per_transition"}[perEvent], func(t *testing.T) {
+			t.Parallel()
+			eachBackend(t, func(t *testing.T, b *bundle) {
+				id := b.intake(t, "k1")
+				b.project(t)
+				noErrors(t, b.work(t))
+				steps := []domain.Status{domain.StatusTriaged, domain.StatusInProgress}
+				for i := range 18 {
+					steps = append(steps, map[bool]domain.Status{true: domain.StatusWaiting, false: domain.StatusInProgress}[i%2 == 0])
+				}
+				for _, to := range steps {
+					b.transition(t, id, to, "")
+					if perEvent {
+						b.project(t)
+					}
+				}
+				b.project(t)
+				noErrors(t, b.work(t))
+				writes := b.writes()
+				t.Logf("burst of 20 transitions: %d Slack writes in all, %d jobs", writes, len(b.jobs(t)))
+				if writes > 3 {
+					t.Fatalf("%d Slack writes, want at most 3", writes)
+				}
+				root := oneRoot(t, b)
+				if len(root.Replies) != 1 || !strings.Contains(root.Replies[0].Text, "version 21") {
+					t.Fatalf("replies = %+v", root.Replies)
+				}
+			})
+		})
+	}
+}

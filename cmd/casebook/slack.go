@@ -1,0 +1,173 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/riverqueue/river/rivertype"
+
+	"github.com/casebook/casebook/adapters/slack/fakeslack"
+	"github.com/casebook/casebook/adapters/slack/slackproj"
+	"github.com/casebook/casebook/domain"
+	"github.com/casebook/casebook/internal/app"
+)
+
+const slackUsage = `usage:
+  casebook slack install --tenant S --token xoxb-… --signing-secret X [--app-id A] [--slack-api-url U]
+  casebook slack destination --tenant S --channel C [--team T] --clearance public|internal|personal`
+
+// slackCmd installs the bot and chooses destinations.
+func slackCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		return errors.New(slackUsage)
+	}
+	fs, sf := newFlags("slack "+args[0], stderr)
+	tenant := fs.String("tenant", "", "tenant slug")
+	switch args[0] {
+	case "install":
+		token := fs.String("token", "", "bot token (xoxb-…)")
+		signing := fs.String("signing-secret", "", "the app's signing secret")
+		appID := fs.String("app-id", "", "Slack app id (part of the installation's identity)")
+		apiURL := fs.String("slack-api-url", envOr("CASEBOOK_SLACK_API_URL", slackproj.DefaultAPIURL), "Slack Web API base URL (CASEBOOK_SLACK_API_URL)")
+		if err := fs.Parse(args[1:]); err != nil {
+			return err
+		}
+		return withTenant(ctx, sf, stderr, *tenant, func(a *app.App, t domain.TenantID) error {
+			in, err := a.Slack.Install(ctx, slackproj.InstallRequest{Tenant: t, Token: *token, SigningSecret: *signing, AppID: *appID, APIURL: *apiURL})
+			if err != nil {
+				return err
+			}
+			return printJSON(stdout, in)
+		})
+	case "destination":
+		ch := fs.String("channel", "", "channel id (C…)")
+		team := fs.String("team", "", "team whose inquiries go there (default: the whole tenant)")
+		clearance := fs.String("clearance", "", "public, internal or personal: the most restricted fields the channel may show")
+		if err := fs.Parse(args[1:]); err != nil {
+			return err
+		}
+		return withTenant(ctx, sf, stderr, *tenant, func(a *app.App, t domain.TenantID) error {
+			d, err := a.Slack.SetDestination(ctx, slackproj.DestinationRequest{Tenant: t, Team: *team, Channel: *ch, Clearance: *clearance})
+			if err != nil {
+				return err
+			}
+			return printJSON(stdout, map[string]any{"destination_id": d.ID, "team": d.Team, "channel": d.Channel,
+				"clearance": d.ClearanceStr, "installation_id": d.Installation.ID})
+		})
+	}
+	return errors.New(slackUsage)
+}
+
+const effectsUsage = `usage:
+  casebook effects list --tenant S [--state available,retryable,scheduled,discarded,cancelled,completed]
+  casebook effects retry|cancel --tenant S --id N
+  casebook effects circuits --tenant S
+  casebook effects circuit-close --tenant S --channel C`
+
+// effectsCmd is manual recovery of Slack effects, always within one tenant.
+func effectsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		return errors.New(effectsUsage)
+	}
+	fs, sf := newFlags("effects "+args[0], stderr)
+	tenant := fs.String("tenant", "", "tenant slug")
+	states := fs.String("state", "", "comma-separated job states (default: all)")
+	id := fs.Int64("id", 0, "effect job id")
+	ch := fs.String("channel", "", "channel id")
+	if err := fs.Parse(args[1:]); err != nil {
+		return err
+	}
+	return withTenant(ctx, sf, stderr, *tenant, func(a *app.App, t domain.TenantID) error {
+		switch args[0] {
+		case "list":
+			var st []rivertype.JobState
+			for s := range strings.SplitSeq(*states, ",") {
+				if s = strings.TrimSpace(s); s != "" {
+					st = append(st, rivertype.JobState(s))
+				}
+			}
+			items, err := a.Effects.List(ctx, t, st, 1000)
+			if err != nil {
+				return err
+			}
+			return printJSON(stdout, map[string]any{"items": items})
+		case "retry", "cancel":
+			op := a.Effects.Retry
+			if args[0] == "cancel" {
+				op = a.Effects.Cancel
+			}
+			e, err := op(ctx, t, *id)
+			if err != nil {
+				return err
+			}
+			return printJSON(stdout, e)
+		case "circuits":
+			cs, err := a.Slack.Circuits(ctx, t)
+			if err != nil {
+				return err
+			}
+			return printJSON(stdout, map[string]any{"items": cs})
+		case "circuit-close":
+			n, err := a.Slack.CloseCircuit(ctx, t, *ch)
+			if errors.Is(err, domain.ErrNotFound) {
+				return fmt.Errorf("no open circuit on channel %q", *ch)
+			}
+			if err != nil {
+				return err
+			}
+			return printJSON(stdout, map[string]any{"closed": n})
+		}
+		return errors.New(effectsUsage)
+	})
+}
+
+func withTenant(ctx context.Context, sf *storageFlags, stderr io.Writer, slug string, fn func(*app.App, domain.TenantID) error) error {
+	a, err := sf.open(ctx, logger(stderr))
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+	t, err := a.Tenancy.TenantBySlug(ctx, slug)
+	if err != nil {
+		return fmt.Errorf("tenant %q: %w", slug, err)
+	}
+	return fn(a, t.ID)
+}
+
+// devCmd runs development helpers: `casebook dev fake-slack --addr A` serves the stateful fake
+// Slack Web API for local demos.
+func devCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 || args[0] != "fake-slack" {
+		return errors.New("usage: casebook dev fake-slack [--addr 127.0.0.1:8090] [--channel C…]")
+	}
+	fs := flag.NewFlagSet("casebook dev fake-slack", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	addr := fs.String("addr", "127.0.0.1:8090", "listen address")
+	if err := fs.Parse(args[1:]); err != nil {
+		return err
+	}
+	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", *addr)
+	if err != nil {
+		return err
+	}
+	srv := fakeslack.New(fakeslack.Options{BaseURL: "http://" + ln.Addr().String() + "/api/", AutoCreateChannels: true})
+	defer srv.Close()
+	_ = printJSON(stdout, map[string]string{"api_url": srv.URL(), "token": srv.Token(), "port": strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)})
+	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		<-ctx.Done()
+		_ = hs.Close()
+	}()
+	if err := hs.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}

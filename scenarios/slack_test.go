@@ -1,0 +1,97 @@
+package scenarios
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/casebook/casebook/adapters/slack/fakeslack"
+)
+
+// eventually polls cond (the fake's state) until it holds, failing after a generous deadline.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		<-tick.C
+	}
+}
+
+// TestSlackThreadScenario: the real binary with the fake Slack: install, destination, intake →
+// one root message; transitions update it and reply in its thread; the detail shows "synced".
+func TestSlackThreadScenario(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	fake := fakeslack.NewTestServer(t, fakeslack.Options{Channels: []string{"C0OPS000001"}})
+	var tenant struct {
+		AdminToken string `json:"admin_token"`
+	}
+	cli(t, dir, &tenant, "tenants", "create", "--slug", "acme")
+	var op struct {
+		Token string `json:"token"`
+	}
+	cli(t, dir, &op, "principals", "create", "--tenant", "acme", "--name", "Olga", "--role", "operator", "--team", "support")
+	var inst map[string]any
+	cli(t, dir, &inst, "slack", "install", "--tenant", "acme", "--token", fake.Token(), "--signing-secret", "s",
+		"--app-id", "A0FAKEAPP01", "--slack-api-url", fake.URL())
+	cli(t, dir, &inst, "slack", "destination", "--tenant", "acme", "--channel", "C0OPS000001", "--clearance", "internal")
+	srv := start(t, dir)
+
+	status, _, err := srv.do("POST", "/v1/public/acme/inquiries", "", "form-1",
+		`{"name":"Ada Lovelace","email":"ada@example.com","subject":"Invoice","message":"Charged twice","category":"billing"}`)
+	if err != nil || status != 202 {
+		t.Fatalf("intake = %d %v", status, err)
+	}
+	eventually(t, "the root message", func() bool { return len(fake.Messages("C0OPS000001")) == 1 })
+	_, list, err := srv.do("GET", "/v1/inquiries?consistent=true", op.Token, "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := list["items"].([]any)[0].(map[string]any)["id"].(string)
+	for v, body := range []string{`{"to":"triaged","priority":"high"}`, `{"to":"in_progress"}`} {
+		req := fmt.Sprintf("/v1/inquiries/%s/transitions", id)
+		if status, res, err := srv.doIfMatch("POST", req, op.Token, fmt.Sprint(v+1), body); err != nil || status != 200 {
+			t.Fatalf("transition = %d %v %v", status, res, err)
+		}
+	}
+	eventually(t, "the thread at version 3", func() bool {
+		m := fake.Messages("C0OPS000001")
+		return len(m) == 1 && len(m[0].Replies) >= 1 && strings.Contains(m[0].Replies[len(m[0].Replies)-1].Text, "version 3")
+	})
+	root := fake.Messages("C0OPS000001")[0]
+	if root.EditedTS == "" || !strings.Contains(root.Text, "in_progress") || strings.Contains(string(root.Blocks), "Ada Lovelace") {
+		t.Fatalf("root = %q edited=%q", root.Text, root.EditedTS)
+	}
+	eventually(t, "slack synced on the detail", func() bool {
+		_, d, err := srv.do("GET", "/v1/inquiries/"+id, op.Token, "", "")
+		sl, _ := d["slack"].(map[string]any)
+		return err == nil && sl["state"] == "synced"
+	})
+}
+
+// doIfMatch is do with an If-Match version.
+func (s *server) doIfMatch(method, path, token, version, body string) (int, map[string]any, error) {
+	req, err := http.NewRequest(method, s.base+path, strings.NewReader(body))
+	if err != nil {
+		return 0, nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("If-Match", `"`+version+`"`)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer res.Body.Close()
+	var m map[string]any
+	_ = json.NewDecoder(res.Body).Decode(&m)
+	return res.StatusCode, m, nil
+}
