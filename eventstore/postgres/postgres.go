@@ -92,7 +92,7 @@ const (
 )
 
 // SubscribeBatch is how many events one Subscribe delivery carries at most.
-const SubscribeBatch = 2000
+const SubscribeBatch = 5000
 
 // heldPollMax caps the backoff of a subscription polling for held events.
 const heldPollMax = 100 * time.Millisecond

@@ -205,7 +205,7 @@ func (s *Store) CountAfter(ctx context.Context, from eventstore.Position) (uint6
 }
 
 // SubscribeBatch is how many events one Subscribe delivery carries at most.
-const SubscribeBatch = 2000
+const SubscribeBatch = 5000
 
 // Subscribe implements eventstore.Store.
 func (s *Store) Subscribe(ctx context.Context, from eventstore.Position, fn func(context.Context, []eventstore.RecordedEvent) error) error {

@@ -44,43 +44,79 @@ func decodeMeta(b []byte) (domain.Metadata, error) {
 	return m, err
 }
 
-// eventKeys are the JSON keys of the flat event types.
-var eventKeys = map[string]map[string]bool{
-	"InquiryTriaged":       {"priority": true},
-	"InquiryStatusChanged": {"from": true, "to": true, "reason": true},
-	"InquiryAssigned":      {"owner": true, "previous": true, "team": true},
-	"NoteAdded":            {"body": true},
-}
-
 // decodeEvent decodes the flat event types without reflection and defers everything else (and
 // every other schema version) to domain.Decode.
 func decodeEvent(typ string, schemaVersion int, data []byte) (domain.Event, error) {
-	if schemaVersion == domain.SchemaVersion {
-		fields := map[string]string{}
-		bad := false
-		known := eventKeys[typ]
-		ok := known != nil && flatjson.Each(data, func(k, v []byte, str bool) {
-			if !known[string(k)] {
+	if schemaVersion != domain.SchemaVersion {
+		return domain.Decode(typ, schemaVersion, data)
+	}
+	bad := false
+	// text reads a string member; null keeps the current value, as encoding/json does.
+	text := func(v []byte, str bool, cur string) string {
+		if !str {
+			bad = bad || string(v) != "null"
+			return cur
+		}
+		return string(v)
+	}
+	var ev domain.Event
+	var ok bool
+	switch typ {
+	case "InquiryTriaged":
+		var e domain.InquiryTriaged
+		ok = flatjson.Each(data, func(k, v []byte, str bool) {
+			switch string(k) {
+			case "priority":
+				e.Priority = domain.Priority(text(v, str, string(e.Priority)))
+			default:
 				bad = true // encoding/json matches keys case-insensitively: let it decide
 			}
-			if v := string(v); str {
-				fields[string(k)] = v
-			} else if v != "null" {
+		})
+		ev = e
+	case "InquiryStatusChanged":
+		var e domain.InquiryStatusChanged
+		ok = flatjson.Each(data, func(k, v []byte, str bool) {
+			switch string(k) {
+			case "from":
+				e.From = domain.Status(text(v, str, string(e.From)))
+			case "to":
+				e.To = domain.Status(text(v, str, string(e.To)))
+			case "reason":
+				e.Reason = text(v, str, e.Reason)
+			default:
 				bad = true
 			}
 		})
-		if ok && !bad {
-			switch typ {
-			case "InquiryTriaged":
-				return domain.InquiryTriaged{Priority: domain.Priority(fields["priority"])}, nil
-			case "InquiryStatusChanged":
-				return domain.InquiryStatusChanged{From: domain.Status(fields["from"]), To: domain.Status(fields["to"]), Reason: fields["reason"]}, nil
-			case "InquiryAssigned":
-				return domain.InquiryAssigned{Owner: domain.PrincipalID(fields["owner"]), Previous: domain.PrincipalID(fields["previous"]), Team: fields["team"]}, nil
-			case "NoteAdded":
-				return domain.NoteAdded{Body: fields["body"]}, nil
+		ev = e
+	case "InquiryAssigned":
+		var e domain.InquiryAssigned
+		ok = flatjson.Each(data, func(k, v []byte, str bool) {
+			switch string(k) {
+			case "owner":
+				e.Owner = domain.PrincipalID(text(v, str, string(e.Owner)))
+			case "previous":
+				e.Previous = domain.PrincipalID(text(v, str, string(e.Previous)))
+			case "team":
+				e.Team = text(v, str, e.Team)
+			default:
+				bad = true
 			}
-		}
+		})
+		ev = e
+	case "NoteAdded":
+		var e domain.NoteAdded
+		ok = flatjson.Each(data, func(k, v []byte, str bool) {
+			switch string(k) {
+			case "body":
+				e.Body = text(v, str, e.Body)
+			default:
+				bad = true
+			}
+		})
+		ev = e
+	}
+	if ok && !bad {
+		return ev, nil
 	}
 	return domain.Decode(typ, schemaVersion, data)
 }

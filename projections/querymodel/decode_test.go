@@ -57,6 +57,7 @@ var seeds = []struct {
 	{"NoteAdded", ` { "body" : "spaced" } `},
 	{"NoteAdded", `{"body":{"nested":true}}`},
 	{"NoteAdded", `{"body":12}`},
+	{"InquiryTriaged", `{"priority":"high","priority":null}`},
 	{"InquiryReceived", `{"inquiry_id":"i","tenant_id":"t","source":"api","receipt":"R","requester":{"name":"n","email":"e@x.io"},"subject":"s","message":"m","priority":"normal"}`},
 }
 
