@@ -15,33 +15,10 @@ import (
 	"github.com/casebook/casebook/internal/pgtest"
 	"github.com/casebook/casebook/projections"
 	"github.com/casebook/casebook/projections/querymodel"
+	"github.com/casebook/casebook/projections/querymodel/querymodeltest"
 )
 
-func snapshot(t *testing.T, a *app.App) []string {
-	t.Helper()
-	var out []string
-	for _, q := range []string{
-		`SELECT tenant_id || '|' || id || '|' || receipt || '|' || version || '|' || status || '|' || priority || '|' || owner || '|' || subject || '|' || updated_at FROM qm_inquiries ORDER BY tenant_id, id`,
-		`SELECT tenant_id || '|' || inquiry_id || '|' || version || '|' || type || '|' || actor || '|' || data FROM qm_timeline ORDER BY tenant_id, inquiry_id, version`,
-	} {
-		rows, err := a.DB.QueryContext(t.Context(), q)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for rows.Next() {
-			var s string
-			if err := rows.Scan(&s); err != nil {
-				t.Fatal(err)
-			}
-			out = append(out, s)
-		}
-		if err := rows.Err(); err != nil {
-			t.Fatal(err)
-		}
-		_ = rows.Close()
-	}
-	return out
-}
+func snapshot(t *testing.T, a *app.App) []string { return querymodeltest.Snapshot(t, a.DB) }
 
 // rebuildUnderLoad rebuilds the query model while intakes and reads run against the server, then
 // checks that no request failed and that the result equals a fresh replay of the log.

@@ -20,6 +20,7 @@ import (
 	"github.com/casebook/casebook/internal/sqldb"
 	"github.com/casebook/casebook/projections"
 	"github.com/casebook/casebook/projections/querymodel"
+	"github.com/casebook/casebook/projections/querymodel/querymodeltest"
 	"github.com/casebook/casebook/queries"
 )
 
@@ -110,28 +111,7 @@ func (tb *testBundle) catchUp(t *testing.T) {
 }
 
 // snapshot dumps both query-model tables.
-func (tb *testBundle) snapshot(t *testing.T) []string {
-	t.Helper()
-	var out []string
-	for _, q := range []string{
-		`SELECT tenant_id || '|' || id || '|' || receipt || '|' || version || '|' || status || '|' || priority || '|' || owner || '|' || updated_at || '|' || coalesce(closed_at, 0) FROM qm_inquiries ORDER BY tenant_id, id`,
-		`SELECT tenant_id || '|' || inquiry_id || '|' || version || '|' || type || '|' || actor || '|' || data FROM qm_timeline ORDER BY tenant_id, inquiry_id, version`,
-	} {
-		rows, err := tb.db.QueryContext(t.Context(), q)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for rows.Next() {
-			var s string
-			if err := rows.Scan(&s); err != nil {
-				t.Fatal(err)
-			}
-			out = append(out, s)
-		}
-		_ = rows.Close()
-	}
-	return out
-}
+func (tb *testBundle) snapshot(t *testing.T) []string { return querymodeltest.Snapshot(t, tb.db) }
 
 // TestReplayIsIdempotent: losing the checkpoint (as a crash between output and checkpoint would, if
 // they were not one transaction) and replaying from zero changes no row.
