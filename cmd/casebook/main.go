@@ -152,6 +152,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	rebuildStale := fs.Bool("rebuild-stale", envOr("CASEBOOK_REBUILD_STALE", "") == "true",
 		"rebuild in the background every projection built by another code version (CASEBOOK_REBUILD_STALE=true)")
 	public := publicFlags(fs)
+	oauth := slackOAuthFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -162,6 +163,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	log := logger(stderr)
 	cfg := sf.config(log)
 	cfg.RebuildStale = *rebuildStale
+	cfg.SlackOAuth = *oauth
 	a, err := app.Open(ctx, cfg)
 	if err != nil {
 		return err

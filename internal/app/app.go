@@ -57,6 +57,8 @@ type Config struct {
 	PublicURL string
 	// SlackPollInterval is how often an idle Slack worker looks for jobs (River's default if zero).
 	SlackPollInterval time.Duration
+	// SlackOAuth configures the OAuth v2 install routes for a distributed app (off when empty).
+	SlackOAuth slackproj.OAuthConfig
 }
 
 // App is an opened Casebook.
@@ -72,6 +74,7 @@ type App struct {
 	// Slack holds installations, destinations and projection health; Jobs is the River client
 	// of the Slack effect queue (started by Serve); Effects manages its jobs for operators.
 	Slack       *slackproj.Store
+	SlackOAuth  *slackproj.OAuth
 	Jobs        *river.Client[*sql.Tx]
 	Effects     *slackproj.Effects
 	SlackWorker *slackproj.Worker
@@ -204,6 +207,9 @@ func (a *App) wireSlack(ctx context.Context, secret []byte, qm *projections.Runn
 		return err
 	}
 	a.Slack = st
+	if a.SlackOAuth, err = slackproj.NewOAuth(ctx, st, secret, a.Config.SlackOAuth); err != nil {
+		return err
+	}
 	worker := &slackproj.Worker{Store: st, Events: a.Store, Load: a.Commands.Load, LinkBase: a.Config.PublicURL}
 	jobs, err := slackproj.NewClient(a.DB, slackproj.ClientConfig{Logger: a.Config.Logger, Worker: worker, FetchPollInterval: a.Config.SlackPollInterval})
 	if err != nil {
@@ -251,6 +257,7 @@ func (a *App) Handler() http.Handler {
 		Commands: a.audited(), Reader: a.Reader, Tenancy: a.Tenancy, QueryModel: a.QueryModel(),
 		Head: a.Store.Head, Ready: a.Ready, Logger: a.Config.Logger, Public: a.Config.Public, Admin: a,
 		Metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), RequestMetrics: httpapi.NewRequestMetrics(reg), Slack: slackAPI{a},
+		SlackOAuth: slackOAuth{a.SlackOAuth},
 	}
 	return s.Handler()
 }

@@ -6,6 +6,7 @@ import (
 	"github.com/riverqueue/river/rivertype"
 
 	"github.com/casebook/casebook/adapters/httpapi"
+	"github.com/casebook/casebook/adapters/slack/slackproj"
 	"github.com/casebook/casebook/domain"
 )
 
@@ -32,4 +33,20 @@ func (s slackAPI) CancelEffect(ctx context.Context, tenant domain.TenantID, id i
 
 func (s slackAPI) SlackHealth(ctx context.Context, tenant domain.TenantID, id domain.InquiryID) (any, error) {
 	return s.a.Slack.Health(ctx, tenant, id)
+}
+
+// slackOAuth adapts the OAuth install flow to the HTTP API.
+type slackOAuth struct{ o *slackproj.OAuth }
+
+var _ httpapi.SlackOAuth = slackOAuth{}
+
+func (s slackOAuth) Enabled() bool { return s.o.Config.Enabled() }
+
+func (s slackOAuth) Start(ctx context.Context, tenant domain.TenantID) (string, error) {
+	return s.o.Start(ctx, tenant)
+}
+
+func (s slackOAuth) Callback(ctx context.Context, code, state string) error {
+	_, err := s.o.Callback(ctx, code, state)
+	return err
 }

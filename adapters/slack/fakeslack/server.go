@@ -83,6 +83,7 @@ type Server struct {
 
 	hung        int
 	hungChanged chan struct{}
+	oauth       oauthState
 
 	done      chan struct{}
 	closeOnce sync.Once
@@ -334,6 +335,13 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p, perr := parseParams(r)
+	if name == "oauth.v2.access" && perr == nil {
+		s.mu.Lock()
+		a := s.oauthV2AccessLocked(p)
+		s.mu.Unlock()
+		writeAnswer(w, a)
+		return
+	}
 	req := &request{p: p, channel: p.str("channel"), listID: p.str("list_id")}
 
 	s.mu.Lock()

@@ -33,7 +33,6 @@ CREATE TABLE IF NOT EXISTS slack_threads{g} (
 	PRIMARY KEY (tenant_id, inquiry_id)
 )`
 
-
 // Intents is the slackintents subscriber. From inquiry streams it records each inquiry's desired
 // version and, for tenants with a destination, inserts one sync job per inquiry per batch (the
 // newest version) in the checkpoint's transaction; Batch.Emit records the effect key first, so a

@@ -21,9 +21,9 @@ const MetadataEventType = "casebook_effect"
 
 // Failure classes recorded in health and shown to operators.
 const (
-	ClassRateLimited = "rate_limited"  // shared cooldown, no attempt spent
-	ClassCircuit     = "circuit_open"  // auth/permission/channel: the destination's circuit opens
-	ClassQuarantined = "quarantined"   // bad message data: this effect is cancelled with a reason
+	ClassRateLimited = "rate_limited"   // shared cooldown, no attempt spent
+	ClassCircuit     = "circuit_open"   // auth/permission/channel: the destination's circuit opens
+	ClassQuarantined = "quarantined"    // bad message data: this effect is cancelled with a reason
 	ClassUnknown     = "unknown_result" // timeout, dropped connection, 5xx: reconcile before re-posting
 	ClassTransient   = "transient"
 )
