@@ -1,55 +1,77 @@
-// Package flatjson reads flat JSON objects (string, number, boolean and null values, no nesting,
-// no escapes in strings) without reflection, for hot decoding paths. Anything else is reported as
-// not handled, so the caller falls back to encoding/json: the fast path never guesses.
+// Package flatjson reads flat JSON objects (string, number, boolean and null values, one level of
+// nested objects, no arrays, no escapes in strings) without reflection, for hot decoding paths.
+// Anything else is reported as not handled, so the caller falls back to encoding/json: the fast
+// path never guesses.
 package flatjson
+
+import "unicode/utf8"
 
 // Each calls fn for every member of the object in b, in order, with the key and the value: a
 // string's contents without quotes, or the literal text of a number, true, false or null (str
-// tells which). It returns false, having possibly called fn for some members, when b is not a
-// flat object it handles; the caller must then decode b another way and discard what fn saw.
+// tells which). Members of a nested object come as "outer.inner" keys. It returns false, having
+// possibly called fn for some members, when b is not an object it handles; the caller must then
+// decode b another way and discard what fn saw.
 func Each(b []byte, fn func(key, val []byte, str bool)) bool {
-	i := skip(b, 0)
+	i, ok := object(b, 0, nil, fn)
+	return ok && skip(b, i) == len(b)
+}
+
+// object reads the object starting at b[skip(i)]; prefix is nil at the top level, where a member
+// may itself be an object.
+func object(b []byte, i int, prefix []byte, fn func(key, val []byte, str bool)) (int, bool) {
+	i = skip(b, i)
 	if i >= len(b) || b[i] != '{' {
-		return false
+		return 0, false
 	}
 	i = skip(b, i+1)
 	if i < len(b) && b[i] == '}' {
-		return skip(b, i+1) == len(b)
+		return i + 1, true
 	}
 	for {
 		key, j, ok := str(b, i)
 		if !ok {
-			return false
+			return 0, false
+		}
+		if prefix != nil {
+			key = append(append(append([]byte(nil), prefix...), '.'), key...)
 		}
 		i = skip(b, j)
 		if i >= len(b) || b[i] != ':' {
-			return false
+			return 0, false
 		}
 		i = skip(b, i+1)
 		if i >= len(b) {
-			return false
+			return 0, false
 		}
-		var val []byte
-		isStr := b[i] == '"'
-		if isStr {
-			if val, j, ok = str(b, i); !ok {
-				return false
+		switch {
+		case b[i] == '{' && prefix == nil:
+			if j, ok = object(b, i, key, fn); !ok {
+				return 0, false
 			}
-		} else if val, j, ok = literal(b, i); !ok {
-			return false
+		case b[i] == '"':
+			var val []byte
+			if val, j, ok = str(b, i); !ok {
+				return 0, false
+			}
+			fn(key, val, true)
+		default:
+			var val []byte
+			if val, j, ok = literal(b, i); !ok {
+				return 0, false
+			}
+			fn(key, val, false)
 		}
-		fn(key, val, isStr)
 		i = skip(b, j)
 		if i >= len(b) {
-			return false
+			return 0, false
 		}
 		switch b[i] {
 		case ',':
 			i = skip(b, i+1)
 		case '}':
-			return skip(b, i+1) == len(b)
+			return i + 1, true
 		default:
-			return false
+			return 0, false
 		}
 	}
 }
@@ -61,17 +83,24 @@ func skip(b []byte, i int) int {
 	return i
 }
 
-// str reads a string without escapes or control characters starting at b[i] == '"'.
+// str reads a string without escapes or control characters starting at b[i] == '"'. Invalid UTF-8
+// is not handled (encoding/json replaces it with U+FFFD).
 func str(b []byte, i int) ([]byte, int, bool) {
 	if i >= len(b) || b[i] != '"' {
 		return nil, 0, false
 	}
+	high := false
 	for j := i + 1; j < len(b); j++ {
 		switch c := b[j]; {
 		case c == '"':
+			if high && !utf8.Valid(b[i+1:j]) {
+				return nil, 0, false
+			}
 			return b[i+1 : j], j + 1, true
 		case c == '\\' || c < 0x20:
 			return nil, 0, false
+		case c >= 0x80:
+			high = true
 		}
 	}
 	return nil, 0, false

@@ -103,6 +103,35 @@ func decodeEvent(typ string, schemaVersion int, data []byte) (domain.Event, erro
 			}
 		})
 		ev = e
+	case "InquiryReceived":
+		var e domain.InquiryReceived
+		ok = flatjson.Each(data, func(k, v []byte, str bool) {
+			switch string(k) {
+			case "inquiry_id":
+				e.InquiryID = domain.InquiryID(text(v, str, string(e.InquiryID)))
+			case "tenant_id":
+				e.TenantID = domain.TenantID(text(v, str, string(e.TenantID)))
+			case "source":
+				e.Source = domain.Source(text(v, str, string(e.Source)))
+			case "receipt":
+				e.Receipt = text(v, str, e.Receipt)
+			case "requester.name":
+				e.Requester.Name = text(v, str, e.Requester.Name)
+			case "requester.email":
+				e.Requester.Email = text(v, str, e.Requester.Email)
+			case "subject":
+				e.Subject = text(v, str, e.Subject)
+			case "message":
+				e.Message = text(v, str, e.Message)
+			case "category":
+				e.Category = text(v, str, e.Category)
+			case "priority":
+				e.Priority = domain.Priority(text(v, str, string(e.Priority)))
+			default:
+				bad = true
+			}
+		})
+		ev = e
 	case "NoteAdded":
 		var e domain.NoteAdded
 		ok = flatjson.Each(data, func(k, v []byte, str bool) {

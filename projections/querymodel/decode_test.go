@@ -59,6 +59,10 @@ var seeds = []struct {
 	{"NoteAdded", `{"body":12}`},
 	{"InquiryTriaged", `{"priority":"high","priority":null}`},
 	{"InquiryReceived", `{"inquiry_id":"i","tenant_id":"t","source":"api","receipt":"R","requester":{"name":"n","email":"e@x.io"},"subject":"s","message":"m","priority":"normal"}`},
+	{"InquiryReceived", `{"inquiry_id":"i","requester":{"name":"n","email":null},"requester":{"name":"m"},"category":"c"}`},
+	{"InquiryReceived", `{"inquiry_id":"i","requester":null,"subject":"s"}`},
+	{"InquiryReceived", `{"inquiry_id":"i","requester":{"name":{"deep":1}}}`},
+	{"InquiryReceived", `{"inquiry_id":"i","requester":"str"}`},
 }
 
 // TestFastDecodeMatchesJSON: the reflection-free decoding gives what encoding/json gives.
