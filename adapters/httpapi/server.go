@@ -65,6 +65,8 @@ type Server struct {
 	public *publicState
 	// Slack serves the effect routes and the detail's "slack" block; nil disables them.
 	Slack Slack
+	// SlackCallbacks serves /slack/interactions and /slack/events; nil disables them.
+	SlackCallbacks SlackCallbacks
 }
 
 // Handler returns the routed API.
@@ -93,6 +95,7 @@ func (s *Server) router() *mux.Router {
 		r.Handle("/metrics", s.Metrics).Methods(http.MethodGet)
 	}
 	s.adminRoutes(r)
+	s.slackCallbackRoutes(r)
 
 	a := r.PathPrefix("/v1/inquiries").Subrouter()
 	a.Use(s.authenticate)

@@ -553,7 +553,9 @@ func (h *Handler) openModal(w http.ResponseWriter, r *http.Request, in slackproj
 
 // Modal builds the modal an action opens.
 func Modal(action, channel, rootTS string) slack.ModalViewRequest {
-	txt := func(s string) *slack.TextBlockObject { return slack.NewTextBlockObject(slack.PlainTextType, s, false, false) }
+	txt := func(s string) *slack.TextBlockObject {
+		return slack.NewTextBlockObject(slack.PlainTextType, s, false, false)
+	}
 	var callback, title, label, input string
 	var el slack.BlockElement
 	switch action {

@@ -94,3 +94,5 @@ func FuzzVerify(f *testing.F) {
 		}
 	})
 }
+
+func signatureFor(sec, ts, body string) string { return callbacks.SignatureHeader(sec, ts, []byte(body)) }
