@@ -78,7 +78,7 @@ func TestSlackCallbacksScenario(t *testing.T) {
 			"channel":{"id":%q},"message":{"ts":%q},"response_url":%q,
 			"actions":[{"action_id":%q,"value":"CB-ANY","action_ts":"1700000000.00000%d"}]}`, ch, rootTS, resp.URL+"/actions/1", action, n)
 		body := "payload=" + url.QueryEscape(payload)
-		req, err := http.NewRequest("POST", srv.base+"/slack/interactions", strings.NewReader(body))
+		req, err := http.NewRequest(http.MethodPost, srv.base+"/slack/interactions", strings.NewReader(body))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -91,7 +91,7 @@ func TestSlackCallbacksScenario(t *testing.T) {
 			t.Fatal(err)
 		}
 		_ = res.Body.Close()
-		if res.StatusCode != 200 {
+		if res.StatusCode != http.StatusOK {
 			t.Fatalf("%s click = %d", action, res.StatusCode)
 		}
 	}
@@ -133,7 +133,7 @@ func TestSlackCallbacksScenario(t *testing.T) {
 	})
 	// A captured click replayed after the signature window is refused.
 	payload := "payload=%7B%7D"
-	req, _ := http.NewRequest("POST", srv.base+"/slack/interactions", strings.NewReader(payload))
+	req, _ := http.NewRequest(http.MethodPost, srv.base+"/slack/interactions", strings.NewReader(payload))
 	old := strconv.FormatInt(time.Now().Add(-10*time.Minute).Unix(), 10)
 	req.Header.Set("X-Slack-Request-Timestamp", old)
 	req.Header.Set("X-Slack-Signature", callbacks.SignatureHeader(secret, old, []byte(payload)))
@@ -142,7 +142,7 @@ func TestSlackCallbacksScenario(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = res.Body.Close()
-	if res.StatusCode != 401 {
+	if res.StatusCode != http.StatusUnauthorized {
 		t.Fatalf("expired request = %d", res.StatusCode)
 	}
 }
