@@ -67,6 +67,8 @@ type Server struct {
 	Slack Slack
 	// SlackOAuth serves the OAuth v2 install routes; nil or not Enabled answers 404.
 	SlackOAuth SlackOAuth
+	// SlackCallbacks serves /slack/interactions and /slack/events; nil disables them.
+	SlackCallbacks SlackCallbacks
 }
 
 // Handler returns the routed API.
@@ -96,6 +98,7 @@ func (s *Server) router() *mux.Router {
 	}
 	s.adminRoutes(r)
 	s.slackOAuthRoutes(r)
+	s.slackCallbackRoutes(r)
 
 	a := r.PathPrefix("/v1/inquiries").Subrouter()
 	a.Use(s.authenticate)

@@ -57,7 +57,7 @@ commands:
   tokens revoke --tenant S (--id TOKEN_ID | --principal ID)
   tokens list --tenant S [--principal ID]    token ids, expiry and revocation (never the secrets)
   bench [--intakes N] [--concurrency C]      measure intake and command throughput
-  slack install|destination                  install the bot for a tenant; choose channels
+  slack install|destination|link-user        install the bot for a tenant; choose channels; link Slack users
   effects list|retry|cancel|circuits|circuit-close
                                              Slack effect jobs and destination circuits
   dev fake-slack [--addr A]                  serve the fake Slack Web API for local demos
@@ -143,7 +143,8 @@ func (sf *storageFlags) open(ctx context.Context, log *slog.Logger) (*app.App, e
 
 func (sf *storageFlags) config(log *slog.Logger) app.Config {
 	return app.Config{DataDir: sf.dataDir, DatabaseURL: sf.databaseURL, EventStoreURL: sf.eventStoreURL, LeaseTTL: sf.leaseTTL,
-		Logger: log, Public: sf.public, PublicURL: envOr("CASEBOOK_PUBLIC_URL", "")}
+		Logger: log, Public: sf.public, PublicURL: envOr("CASEBOOK_PUBLIC_URL", ""),
+		SlackResponseURLPrefix: envOr("CASEBOOK_SLACK_RESPONSE_URL_PREFIX", "")}
 }
 
 func serve(ctx context.Context, args []string, stderr io.Writer) error {

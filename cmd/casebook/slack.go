@@ -22,12 +22,16 @@ import (
 
 const slackUsage = `usage:
   casebook slack install --tenant S --token xoxb-… --signing-secret X [--app-id A] [--slack-api-url U]
-  casebook slack destination --tenant S --channel C [--team T] --clearance public|internal|personal`
+  casebook slack destination --tenant S --channel C [--team T] --clearance public|internal|personal
+  casebook slack link-user --tenant S --slack-user U… --principal ID [--installation ID]`
 
 // slackCmd installs the bot and chooses destinations.
 func slackCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
 		return errors.New(slackUsage)
+	}
+	if args[0] == "link-user" {
+		return slackLinkUser(ctx, args[1:], stdout, stderr)
 	}
 	fs, sf := newFlags("slack "+args[0], stderr)
 	tenant := fs.String("tenant", "", "tenant slug")

@@ -20,6 +20,7 @@ import (
 	"github.com/riverqueue/river"
 
 	"github.com/casebook/casebook/adapters/httpapi"
+	"github.com/casebook/casebook/adapters/slack/callbacks"
 	"github.com/casebook/casebook/adapters/slack/slackproj"
 	"github.com/casebook/casebook/commands"
 	"github.com/casebook/casebook/eventstore"
@@ -59,6 +60,8 @@ type Config struct {
 	SlackPollInterval time.Duration
 	// SlackOAuth configures the OAuth v2 install routes for a distributed app (off when empty).
 	SlackOAuth slackproj.OAuthConfig
+	// SlackResponseURLPrefix is the prefix a Slack response_url must have (callbacks' default if "").
+	SlackResponseURLPrefix string
 }
 
 // App is an opened Casebook.
@@ -78,6 +81,8 @@ type App struct {
 	Jobs        *river.Client[*sql.Tx]
 	Effects     *slackproj.Effects
 	SlackWorker *slackproj.Worker
+	// Callbacks serves Slack's interactions and events (wired in slackcallbacks.go).
+	Callbacks *callbacks.Handler
 
 	// owner is the subscriber lease identity: fixed in embedded mode, where the serve lock makes this
 	// process the only server; random per process otherwise.
@@ -193,7 +198,11 @@ func (a *App) wire(ctx context.Context) error {
 	if err := a.wireSlack(ctx, secret, qm); err != nil {
 		return err
 	}
-	return a.wireAudit(ctx)
+
+	if err := a.wireAudit(ctx); err != nil {
+		return err
+	}
+	return a.wireCallbacks(ctx)
 }
 
 // wireSlack adds the Slack projection: River's tables, the effect worker and the slackintents
@@ -258,6 +267,7 @@ func (a *App) Handler() http.Handler {
 		Head: a.Store.Head, Ready: a.Ready, Logger: a.Config.Logger, Public: a.Config.Public, Admin: a,
 		Metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), RequestMetrics: httpapi.NewRequestMetrics(reg), Slack: slackAPI{a},
 		SlackOAuth: slackOAuth{a.SlackOAuth},
+		SlackCallbacks: a.Callbacks,
 	}
 	return s.Handler()
 }

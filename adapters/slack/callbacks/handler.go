@@ -1,0 +1,587 @@
+package callbacks
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/base32"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/slack-go/slack"
+
+	"github.com/casebook/casebook/adapters/slack/slackproj"
+	"github.com/casebook/casebook/commands"
+	"github.com/casebook/casebook/domain"
+)
+
+// Store is what the handler needs of the Slack projection's store (*slackproj.Store).
+type Store interface {
+	SigningSecrets(ctx context.Context) ([]slackproj.Signing, error)
+	InstallationByKey(ctx context.Context, key string) (slackproj.Installation, string, error)
+	LinkedPrincipal(ctx context.Context, tenant domain.TenantID, key, slackUser string) (domain.PrincipalID, error)
+	ThreadByRoot(ctx context.Context, tenant domain.TenantID, key, channel, ts string) (domain.InquiryID, error)
+	DisableInstallation(ctx context.Context, tenant domain.TenantID, key, reason, eventID string) error
+}
+
+var _ Store = (*slackproj.Store)(nil)
+
+// Defaults.
+const (
+	DefaultMaxBody           = 256 << 10
+	DefaultWorkers           = 4
+	DefaultQueue             = 64
+	DefaultAckBudget         = 2 * time.Second
+	DefaultResponseURLPrefix = "https://hooks.slack.com/"
+	commandTimeout           = 30 * time.Second
+)
+
+// Handler serves POST /slack/interactions and POST /slack/events. It answers within AckBudget
+// (well inside Slack's 3 s): commands run on a bounded pool of Workers, and their results reach
+// the user through response_url (block actions) or the modal's answer when they finish in time
+// (view submissions); the thread itself is updated by the projection. An ack only says the
+// delivery was accepted, not that the command succeeded.
+type Handler struct {
+	Store      Store
+	Principals commands.Principals
+	Commands   commands.Executor
+	// Load reads an inquiry to explain a refusal ("now resolved"); nil omits the detail.
+	Load   func(ctx context.Context, tenant domain.TenantID, id domain.InquiryID) (*domain.Inquiry, error)
+	Seen   *Seen
+	Now    func() time.Time
+	Logger *slog.Logger
+	// HTTPClient posts to response_url; nil uses one with a 10 s timeout.
+	HTTPClient *http.Client
+	// ResponseURLPrefix is the only prefix a response_url may have (DefaultResponseURLPrefix).
+	ResponseURLPrefix string
+	// OpenView opens a modal (views.open); nil uses the installation's bot token.
+	OpenView  func(ctx context.Context, in slackproj.Installation, triggerID string, v slack.ModalViewRequest) error
+	MaxBody   int64
+	Workers   int
+	Queue     int
+	AckBudget time.Duration
+
+	once   sync.Once
+	mu     sync.Mutex
+	jobs   chan func()
+	closed bool
+	wg     sync.WaitGroup
+}
+
+func (h *Handler) start() {
+	h.once.Do(func() {
+		if h.Workers <= 0 {
+			h.Workers = DefaultWorkers
+		}
+		if h.Queue <= 0 {
+			h.Queue = DefaultQueue
+		}
+		h.jobs = make(chan func(), h.Queue)
+		for range h.Workers {
+			h.wg.Go(func() {
+				for job := range h.jobs {
+					job()
+				}
+			})
+		}
+	})
+}
+
+// submit queues job; false when the queue is full or the handler is closed.
+func (h *Handler) submit(job func()) bool {
+	h.start()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed {
+		return false
+	}
+	select {
+	case h.jobs <- job:
+		return true
+	default:
+		return false
+	}
+}
+
+// Close stops accepting work and waits for queued commands and replies to finish.
+func (h *Handler) Close() error {
+	h.start()
+	h.mu.Lock()
+	if !h.closed {
+		h.closed = true
+		close(h.jobs)
+	}
+	h.mu.Unlock()
+	h.wg.Wait()
+	return nil
+}
+
+func (h *Handler) now() time.Time {
+	if h.Now != nil {
+		return h.Now()
+	}
+	return time.Now()
+}
+
+func (h *Handler) log() *slog.Logger {
+	if h.Logger != nil {
+		return h.Logger
+	}
+	return slog.Default()
+}
+
+// refuse logs a refused callback with the request id and a reason code only: no user, channel,
+// workspace or message content.
+func (h *Handler) refuse(ctx context.Context, reqID, kind, reason string) {
+	h.log().WarnContext(ctx, "slack callback refused", "request_id", reqID, "kind", kind, "reason", reason)
+}
+
+func requestID(w http.ResponseWriter) string {
+	if id := w.Header().Get("X-Request-Id"); id != "" {
+		return id
+	}
+	return "slack"
+}
+
+// readVerified reads the exact body (bounded) and verifies it against every active
+// installation's signing secret before anything in it is looked at.
+func (h *Handler) readVerified(w http.ResponseWriter, r *http.Request, kind string) ([]byte, bool) {
+	limit := h.MaxBody
+	if limit <= 0 {
+		limit = DefaultMaxBody
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			http.Error(w, "body too large", http.StatusRequestEntityTooLarge)
+			return nil, false
+		}
+		http.Error(w, "could not read body", http.StatusBadRequest)
+		return nil, false
+	}
+	sigs, err := h.Store.SigningSecrets(r.Context())
+	if err != nil {
+		h.log().ErrorContext(r.Context(), "slack signing secrets", "request_id", requestID(w), "err", err)
+		http.Error(w, "internal error", http.StatusInternalServerError)
+		return nil, false
+	}
+	secrets := make([]string, len(sigs))
+	for i, s := range sigs {
+		secrets[i] = s.Secret
+	}
+	if _, err := Verify(r.Header, body, h.now(), secrets); err != nil {
+		reason := "bad_signature"
+		if errors.Is(err, ErrStale) {
+			reason = "stale_timestamp"
+		}
+		h.refuse(r.Context(), requestID(w), kind, reason)
+		http.Error(w, "invalid request signature", http.StatusUnauthorized)
+		return nil, false
+	}
+	return body, true
+}
+
+// bind finds the installation the verified payload names and checks that its own signing secret
+// signed the body, so one app's secret cannot speak for another installation.
+func (h *Handler) bind(w http.ResponseWriter, r *http.Request, body []byte, key, kind string) (slackproj.Installation, bool) {
+	in, secret, err := h.Store.InstallationByKey(r.Context(), key)
+	if errors.Is(err, domain.ErrNotFound) {
+		h.refuse(r.Context(), requestID(w), kind, "unknown_installation")
+		w.WriteHeader(http.StatusOK) // nothing to retry
+		return in, false
+	}
+	if err != nil {
+		h.log().ErrorContext(r.Context(), "slack installation lookup", "request_id", requestID(w), "err", err)
+		http.Error(w, "internal error", http.StatusInternalServerError)
+		return in, false
+	}
+	if _, err := Verify(r.Header, body, h.now(), []string{secret}); err != nil {
+		h.refuse(r.Context(), requestID(w), kind, "installation_secret_mismatch")
+		http.Error(w, "invalid request signature", http.StatusUnauthorized)
+		return in, false
+	}
+	return in, true
+}
+
+// Events serves the Events API: url_verification, and app_uninstalled / tokens_revoked, which
+// disable the installation. Deliveries are deduplicated by event id.
+func (h *Handler) Events(w http.ResponseWriter, r *http.Request) {
+	body, ok := h.readVerified(w, r, "event")
+	if !ok {
+		return
+	}
+	ev, err := ParseEvent(body)
+	if err != nil {
+		h.refuse(r.Context(), requestID(w), "event", "malformed")
+		http.Error(w, "malformed payload", http.StatusBadRequest)
+		return
+	}
+	if ev.Type == "url_verification" {
+		writeJSON(w, map[string]string{"challenge": ev.Challenge})
+		return
+	}
+	in, ok := h.bind(w, r, body, ev.InstallKey(), "event")
+	if !ok {
+		return
+	}
+	ctx := r.Context()
+	key := in.Key + "/" + ev.EventID
+	fresh, err := h.Seen.Claim(ctx, key)
+	if err != nil {
+		h.log().ErrorContext(ctx, "slack event dedupe", "request_id", requestID(w), "err", err)
+		http.Error(w, "internal error", http.StatusInternalServerError)
+		return
+	}
+	if !fresh {
+		h.log().InfoContext(ctx, "slack event duplicate", "request_id", requestID(w), "retry_num", r.Header.Get("X-Slack-Retry-Num"))
+		w.WriteHeader(http.StatusOK)
+		return
+	}
+	if ev.EventType == "app_uninstalled" || (ev.EventType == "tokens_revoked" && ev.BotTokensRevoked) {
+		if err := h.Store.DisableInstallation(ctx, in.Tenant, in.Key, ev.EventType, ev.EventID); err != nil {
+			_ = h.Seen.Release(context.WithoutCancel(ctx), key)
+			h.log().ErrorContext(ctx, "slack disable installation", "request_id", requestID(w), "err", err)
+			http.Error(w, "internal error", http.StatusInternalServerError)
+			return
+		}
+		h.log().WarnContext(ctx, "slack installation disabled", "request_id", requestID(w), "tenant", string(in.Tenant), "reason", ev.EventType)
+	}
+	w.WriteHeader(http.StatusOK)
+}
+
+// Interactions serves block_actions and view_submission payloads.
+func (h *Handler) Interactions(w http.ResponseWriter, r *http.Request) {
+	body, ok := h.readVerified(w, r, "interaction")
+	if !ok {
+		return
+	}
+	it, err := ParseInteraction(body)
+	if err != nil {
+		h.refuse(r.Context(), requestID(w), "interaction", "malformed")
+		http.Error(w, "malformed payload", http.StatusBadRequest)
+		return
+	}
+	in, ok := h.bind(w, r, body, it.InstallKey(), "interaction")
+	if !ok {
+		return
+	}
+	ctx, reqID := r.Context(), requestID(w)
+	actor, err := h.actor(ctx, in, it.UserID)
+	if err != nil {
+		h.answer(w, r, it, "", h.explain(ctx, in.Tenant, "", err))
+		return
+	}
+	id, err := h.Store.ThreadByRoot(ctx, in.Tenant, in.Key, it.Channel, it.RootTS)
+	if err != nil {
+		if errors.Is(err, domain.ErrNotFound) {
+			h.refuse(ctx, reqID, "interaction", "unknown_thread")
+		}
+		h.answer(w, r, it, "", h.explain(ctx, in.Tenant, "", err))
+		return
+	}
+	if it.Type == "block_actions" {
+		switch it.ActionID {
+		case ActionAssign, ActionNote, ActionCancel:
+			h.openModal(w, r, in, it)
+			return
+		}
+	}
+	cmd, field, err := h.command(ctx, in, it)
+	if err != nil {
+		h.answer(w, r, it, field, h.explain(ctx, in.Tenant, id, err))
+		return
+	}
+	t := commands.Target{Tenant: in.Tenant, InquiryID: id, Actor: actor, IdempotencyKey: idempotencyKey(in.Key, it), CorrelationID: reqID}
+	done := make(chan outcome, 1)
+	run := func() {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), commandTimeout)
+		defer cancel()
+		text, err := cmd(cctx, t)
+		if err != nil {
+			text = h.explain(cctx, in.Tenant, id, err)
+		}
+		done <- outcome{text, err == nil}
+		if it.Type == "block_actions" {
+			h.respond(cctx, reqID, it.ResponseURL, text)
+		}
+	}
+	if !h.submit(run) {
+		h.refuse(ctx, reqID, "interaction", "busy")
+		w.Header().Set("Retry-After", "1")
+		http.Error(w, "busy", http.StatusServiceUnavailable)
+		return
+	}
+	if it.Type == "block_actions" {
+		w.WriteHeader(http.StatusOK) // the result goes to response_url
+		return
+	}
+	budget := h.AckBudget
+	if budget <= 0 {
+		budget = DefaultAckBudget
+	}
+	timer := time.NewTimer(budget)
+	defer timer.Stop()
+	select {
+	case o := <-done:
+		if o.ok {
+			w.WriteHeader(http.StatusOK) // closes the modal; the thread shows the change
+			return
+		}
+		h.answer(w, r, it, field, o.text)
+	case <-timer.C:
+		w.WriteHeader(http.StatusOK) // still running: the thread shows it when it lands
+	}
+}
+
+// actor resolves a Slack user of the installation to a principal of its tenant.
+func (h *Handler) actor(ctx context.Context, in slackproj.Installation, slackUser string) (domain.Principal, error) {
+	pid, err := h.Store.LinkedPrincipal(ctx, in.Tenant, in.Key, slackUser)
+	if errors.Is(err, domain.ErrNotFound) {
+		return domain.Principal{}, fmt.Errorf("slack user not linked: %w", domain.ErrUnauthenticated)
+	}
+	if err != nil {
+		return domain.Principal{}, err
+	}
+	p, err := h.Principals.Principal(ctx, in.Tenant, pid)
+	if errors.Is(err, domain.ErrNotFound) {
+		return domain.Principal{}, fmt.Errorf("slack user's principal is gone: %w", domain.ErrUnauthenticated)
+	}
+	return p, err
+}
+
+type outcome struct {
+	text string
+	ok   bool
+}
+
+type runFunc func(ctx context.Context, t commands.Target) (string, error)
+
+// command maps an interaction to a command; field names the modal input a refusal belongs to.
+func (h *Handler) command(ctx context.Context, in slackproj.Installation, it Interaction) (runFunc, string, error) {
+	c := h.Commands
+	switch it.ActionID {
+	case ActionClaim:
+		return func(ctx context.Context, t commands.Target) (string, error) {
+			_, err := c.Claim(ctx, commands.Claim{Target: t})
+			return "You claimed this inquiry.", err
+		}, "", nil
+	case ActionResolve:
+		return transition(c, domain.StatusResolved), "", nil
+	case ActionStatus:
+		to, err := domain.ParseStatus("status", it.Value)
+		if err != nil {
+			return nil, "", err
+		}
+		return transition(c, to), "", nil
+	case ActionAssignMe:
+		return func(ctx context.Context, t commands.Target) (string, error) {
+			_, err := c.Assign(ctx, commands.Assign{Target: t, Owner: t.Actor.ID})
+			return "Assigned to you.", err
+		}, "", nil
+	case ModalAssign:
+		owner, err := h.Store.LinkedPrincipal(ctx, in.Tenant, in.Key, it.Inputs[InputOwner])
+		if err != nil {
+			return nil, InputOwner, domain.Invalid("owner", "that Slack user is not linked to Casebook")
+		}
+		return func(ctx context.Context, t commands.Target) (string, error) {
+			_, err := c.Assign(ctx, commands.Assign{Target: t, Owner: owner})
+			return "Assigned.", err
+		}, InputOwner, nil
+	case ModalNote:
+		body := it.Inputs[InputNote]
+		return func(ctx context.Context, t commands.Target) (string, error) {
+			_, err := c.AddNote(ctx, commands.AddNote{Target: t, Body: body})
+			return "Note added.", err
+		}, InputNote, nil
+	case ModalCancel:
+		reason := it.Inputs[InputReason]
+		return func(ctx context.Context, t commands.Target) (string, error) {
+			_, err := c.Cancel(ctx, commands.Cancel{Target: t, Reason: reason})
+			return "Cancelled.", err
+		}, InputReason, nil
+	}
+	return nil, "", domain.Invalid("action", "unknown action")
+}
+
+func transition(c commands.Executor, to domain.Status) runFunc {
+	return func(ctx context.Context, t commands.Target) (string, error) {
+		_, err := c.Transition(ctx, commands.Transition{Target: t, To: to})
+		return "Moved to " + string(to) + ".", err
+	}
+}
+
+// idempotencyKey derives a command's key from the delivery: installation, the action's own
+// timestamp (or the modal's view id) and action id, so a repeated delivery is one command.
+func idempotencyKey(installKey string, it Interaction) string {
+	once := it.ActionTS
+	if it.Type == "view_submission" {
+		once = it.ViewID
+	}
+	if once == "" {
+		once = it.TriggerID
+	}
+	sum := sha256.Sum256([]byte(installKey + "\x00" + it.Type + "\x00" + once + "\x00" + it.ActionID + "\x00" + it.Value))
+	return "slack:" + base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(sum[:20])
+}
+
+// explain turns a refusal into what the Slack user sees; internal errors are logged, not shown.
+func (h *Handler) explain(ctx context.Context, tenant domain.TenantID, id domain.InquiryID, err error) string {
+	var claimed *domain.ClaimedError
+	var ve *domain.ValidationError
+	switch {
+	case errors.As(err, &claimed):
+		return "Already claimed by " + h.name(ctx, tenant, claimed.Owner) + "."
+	case errors.Is(err, domain.ErrConcurrency), errors.Is(err, domain.ErrInvalidTransition):
+		return "This inquiry was changed" + h.current(ctx, tenant, id) + " — refresh and try again."
+	case errors.Is(err, domain.ErrUnauthenticated):
+		return "Your Slack account is not linked to Casebook. Ask an admin to run `casebook slack link-user`."
+	case errors.Is(err, domain.ErrNotFound):
+		return "This inquiry is not available here."
+	case errors.Is(err, domain.ErrForbidden):
+		return "Your role or team does not allow this."
+	case errors.Is(err, domain.ErrIdempotencyMismatch):
+		return "This action was already used for something else; refresh and try again."
+	case errors.As(err, &ve):
+		return "Not done: " + ve.Error() + "."
+	}
+	h.log().ErrorContext(ctx, "slack command failed", "tenant", string(tenant), "inquiry", string(id), "err", err)
+	return "Something went wrong; try again."
+}
+
+func (h *Handler) name(ctx context.Context, tenant domain.TenantID, id domain.PrincipalID) string {
+	if p, err := h.Principals.Principal(ctx, tenant, id); err == nil && p.Name != "" {
+		return p.Name
+	}
+	return "someone else"
+}
+
+func (h *Handler) current(ctx context.Context, tenant domain.TenantID, id domain.InquiryID) string {
+	if h.Load == nil || id == "" {
+		return ""
+	}
+	q, err := h.Load(ctx, tenant, id)
+	if err != nil || !q.Exists() {
+		return ""
+	}
+	s := " (now " + string(q.Status)
+	if q.Owner != "" {
+		s += ", owned by " + h.name(ctx, tenant, q.Owner)
+	}
+	return s + ")"
+}
+
+// answer tells the user why nothing happened: in the modal (view_submission) or through
+// response_url (block_actions).
+func (h *Handler) answer(w http.ResponseWriter, r *http.Request, it Interaction, field, text string) {
+	if it.Type == "view_submission" {
+		if field == "" {
+			field = map[string]string{ModalAssign: InputOwner, ModalNote: InputNote, ModalCancel: InputReason}[it.ActionID]
+		}
+		writeJSON(w, map[string]any{"response_action": "errors", "errors": map[string]string{field: text}})
+		return
+	}
+	reqID := requestID(w)
+	url := it.ResponseURL
+	if !h.submit(func() { h.respond(context.WithoutCancel(r.Context()), reqID, url, text) }) {
+		h.refuse(r.Context(), reqID, "interaction", "busy")
+	}
+	w.WriteHeader(http.StatusOK)
+}
+
+// respond posts an ephemeral message to response_url, which must carry ResponseURLPrefix.
+func (h *Handler) respond(ctx context.Context, reqID, url, text string) {
+	prefix := h.ResponseURLPrefix
+	if prefix == "" {
+		prefix = DefaultResponseURLPrefix
+	}
+	if url == "" || !strings.HasPrefix(url, prefix) {
+		h.refuse(ctx, reqID, "interaction", "response_url_not_allowed")
+		return
+	}
+	b, _ := json.Marshal(map[string]any{"response_type": "ephemeral", "replace_original": false, "text": text})
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(b))
+	if err != nil {
+		return
+	}
+	req.Header.Set("Content-Type", "application/json")
+	client := h.HTTPClient
+	if client == nil {
+		client = &http.Client{Timeout: 10 * time.Second}
+	}
+	res, err := client.Do(req)
+	if err != nil {
+		h.log().WarnContext(ctx, "slack response_url failed", "request_id", reqID, "err", err)
+		return
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(res.Body, 4096))
+	_ = res.Body.Close()
+}
+
+// openModal opens the modal of an assign, note or cancel button on the pool (the trigger id is
+// valid for 3 s); the modal carries the root message's channel and ts.
+func (h *Handler) openModal(w http.ResponseWriter, r *http.Request, in slackproj.Installation, it Interaction) {
+	v := Modal(it.ActionID, it.Channel, it.RootTS)
+	open := h.OpenView
+	if open == nil {
+		open = func(ctx context.Context, in slackproj.Installation, trigger string, v slack.ModalViewRequest) error {
+			_, err := slack.New(in.Token(), slack.OptionAPIURL(in.APIURL)).OpenViewContext(ctx, trigger, v)
+			return err
+		}
+	}
+	reqID := requestID(w)
+	ctx := context.WithoutCancel(r.Context())
+	if !h.submit(func() {
+		cctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+		defer cancel()
+		if err := open(cctx, in, it.TriggerID, v); err != nil {
+			h.log().WarnContext(ctx, "slack views.open failed", "request_id", reqID, "err", err)
+			h.respond(ctx, reqID, it.ResponseURL, "Could not open the form; try again.")
+		}
+	}) {
+		h.refuse(r.Context(), reqID, "interaction", "busy")
+	}
+	w.WriteHeader(http.StatusOK)
+}
+
+// Modal builds the modal an action opens.
+func Modal(action, channel, rootTS string) slack.ModalViewRequest {
+	txt := func(s string) *slack.TextBlockObject {
+		return slack.NewTextBlockObject(slack.PlainTextType, s, false, false)
+	}
+	var callback, title, label, input string
+	var el slack.BlockElement
+	switch action {
+	case ActionAssign:
+		callback, title, label, input = ModalAssign, "Assign", "Owner", InputOwner
+		el = slack.NewOptionsSelectBlockElement(slack.OptTypeUser, txt("Choose someone"), InputOwner)
+	case ActionNote:
+		callback, title, label, input = ModalNote, "Add note", "Note", InputNote
+		e := slack.NewPlainTextInputBlockElement(txt("Internal note"), InputNote)
+		e.Multiline, e.MaxLength = true, domain.MaxNoteLen
+		el = e
+	default:
+		callback, title, label, input = ModalCancel, "Cancel inquiry", "Reason", InputReason
+		e := slack.NewPlainTextInputBlockElement(txt("Why is it cancelled?"), InputReason)
+		e.MaxLength = domain.MaxReasonLen
+		el = e
+	}
+	return slack.ModalViewRequest{
+		Type: slack.VTModal, Title: txt(title), Submit: txt("Save"), Close: txt("Close"),
+		CallbackID: callback, PrivateMetadata: channel + " " + rootTS,
+		Blocks: slack.Blocks{BlockSet: []slack.Block{slack.NewInputBlock(input, txt(label), nil, el)}},
+	}
+}
+
+func writeJSON(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	_ = json.NewEncoder(w).Encode(v)
+}

@@ -1,0 +1,199 @@
+package slackproj
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/casebook/casebook/domain"
+	"github.com/casebook/casebook/eventstore"
+	"github.com/casebook/casebook/internal/sqldb"
+)
+
+// What Slack callbacks need: installations by key, the Slack user → principal links, the root
+// message → inquiry lookup, and disabling an uninstalled installation.
+
+var linkMigrations = []sqldb.Migration{{Version: 1, SQL: `
+CREATE TABLE IF NOT EXISTS slack_user_links (
+	install_key   TEXT   NOT NULL,
+	slack_user_id TEXT   NOT NULL,
+	tenant_id     TEXT   NOT NULL,
+	principal_id  TEXT   NOT NULL,
+	linked_at     BIGINT NOT NULL,
+	PRIMARY KEY (install_key, slack_user_id)
+)`}}
+
+// SlackUserLinked is the audit event of a link (installation-{tenant} stream).
+type SlackUserLinked struct {
+	Installation string `json:"installation"` // installation key
+	SlackUser    string `json:"slack_user"`
+	Principal    string `json:"principal"`
+}
+
+// SlackInstallationDisabled is the audit event of an uninstall or token revocation.
+type SlackInstallationDisabled struct {
+	Installation string `json:"installation"` // installation key
+	Reason       string `json:"reason"`
+	EventID      string `json:"event_id,omitempty"`
+}
+
+// MigrateLinks creates the Slack user link table.
+func MigrateLinks(ctx context.Context, db *sqldb.DB) error {
+	return sqldb.Migrate(ctx, db, "slackproj-links", linkMigrations)
+}
+
+// probeAfterUninstall is when a disabled installation's circuit first lets a probe through.
+const probeAfterUninstall = 5 * time.Minute
+
+// Signing is an active installation's identity and signing secret.
+type Signing struct {
+	InstallationID string
+	Tenant         domain.TenantID
+	Key            string
+	Secret         string
+}
+
+// SigningSecrets returns every active installation's signing secret, for verifying a request
+// before anything in it is read.
+func (s *Store) SigningSecrets(ctx context.Context) ([]Signing, error) {
+	rows, err := s.DB.QueryContext(ctx, `SELECT id, tenant_id, install_key, signing_sealed FROM slack_installations WHERE active = 1 ORDER BY installed_at`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []Signing
+	for rows.Next() {
+		var g Signing
+		var sealed string
+		if err := rows.Scan(&g.InstallationID, &g.Tenant, &g.Key, &sealed); err != nil {
+			return nil, err
+		}
+		if g.Secret, err = s.Sealer.Open(sealed, g.InstallationID+"/signing_secret"); err != nil {
+			return nil, err
+		}
+		out = append(out, g)
+	}
+	return out, rows.Err()
+}
+
+// InstallationByKey returns the active installation with an installation key and its signing
+// secret. An unknown key is domain.ErrNotFound.
+func (s *Store) InstallationByKey(ctx context.Context, key string) (Installation, string, error) {
+	var tenant domain.TenantID
+	var id string
+	err := s.DB.QueryRowContext(ctx, s.DB.Rebind(`SELECT id, tenant_id FROM slack_installations WHERE install_key = ? AND active = 1`), key).Scan(&id, &tenant)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Installation{}, "", fmt.Errorf("installation: %w", domain.ErrNotFound)
+	}
+	if err != nil {
+		return Installation{}, "", err
+	}
+	in, err := s.installation(ctx, tenant, id)
+	if err != nil {
+		return Installation{}, "", err
+	}
+	sec, err := s.SigningSecret(ctx, tenant, id)
+	return in, sec, err
+}
+
+// LinkUser links a Slack user of the tenant's installation (the newest active one when
+// installation is "") to a principal, replacing an earlier link of that user. The caller checks
+// that the principal belongs to the tenant.
+func (s *Store) LinkUser(ctx context.Context, tenant domain.TenantID, installation, slackUser string, principal domain.PrincipalID) (string, error) {
+	if slackUser == "" || (slackUser[0] != 'U' && slackUser[0] != 'W') || strings.ContainsAny(slackUser, " /#") {
+		return "", domain.Invalid("slack_user", "must be a Slack user id (U…/W…)")
+	}
+	var key string
+	q := `SELECT install_key FROM slack_installations WHERE tenant_id = ? AND active = 1 ORDER BY installed_at DESC LIMIT 1`
+	args := []any{tenant}
+	if installation != "" {
+		q = `SELECT install_key FROM slack_installations WHERE tenant_id = ? AND active = 1 AND id = ?`
+		args = append(args, installation)
+	}
+	err := s.DB.QueryRowContext(ctx, s.DB.Rebind(q), args...).Scan(&key)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", domain.Invalid("tenant", "has no such Slack installation: run casebook slack install first")
+	}
+	if err != nil {
+		return "", err
+	}
+	_, err = s.DB.ExecContext(ctx, s.DB.Rebind(`INSERT INTO slack_user_links (install_key, slack_user_id, tenant_id, principal_id, linked_at)
+		VALUES (?, ?, ?, ?, ?) ON CONFLICT (install_key, slack_user_id) DO UPDATE SET tenant_id = excluded.tenant_id,
+		principal_id = excluded.principal_id, linked_at = excluded.linked_at`), key, slackUser, tenant, principal, s.Now().UnixNano())
+	if err != nil {
+		return "", err
+	}
+	_, err = appendEvent(ctx, s.Events, InstallationStream(tenant), eventstore.Any(), tenant,
+		fmt.Sprintf("slack-link:%s:%s:%s:%d", key, slackUser, principal, s.Now().UnixNano()), s.Now(),
+		"SlackUserLinked", SlackUserLinked{Installation: key, SlackUser: slackUser, Principal: string(principal)})
+	return key, err
+}
+
+// LinkedPrincipal returns the principal a Slack user of an installation is linked to, inside the
+// installation's tenant. No link is domain.ErrNotFound.
+func (s *Store) LinkedPrincipal(ctx context.Context, tenant domain.TenantID, key, slackUser string) (domain.PrincipalID, error) {
+	var p domain.PrincipalID
+	err := s.DB.QueryRowContext(ctx, s.DB.Rebind(`SELECT principal_id FROM slack_user_links
+		WHERE install_key = ? AND slack_user_id = ? AND tenant_id = ?`), key, slackUser, tenant).Scan(&p)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", fmt.Errorf("slack user: %w", domain.ErrNotFound)
+	}
+	return p, err
+}
+
+// ThreadByRoot finds the inquiry whose stored root message is (installation key, channel, ts)
+// inside tenant. Anything else, a well-formed id of another workspace included, is
+// domain.ErrNotFound.
+func (s *Store) ThreadByRoot(ctx context.Context, tenant domain.TenantID, key, channel, ts string) (domain.InquiryID, error) {
+	var id domain.InquiryID
+	if tenant == "" || key == "" || channel == "" || ts == "" {
+		return "", fmt.Errorf("thread: %w", domain.ErrNotFound)
+	}
+	err := s.DB.QueryRowContext(ctx, s.DB.Rebind(`SELECT inquiry_id FROM slack_threads
+		WHERE tenant_id = ? AND installation = ? AND channel_id = ? AND root_ts = ?`), tenant, key, channel, ts).Scan(&id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", fmt.Errorf("thread: %w", domain.ErrNotFound)
+	}
+	return id, err
+}
+
+// DisableInstallation opens the circuit of every destination of the tenant's installation with
+// key (app_uninstalled, tokens_revoked), so the worker stops writing; the circuit's probe and
+// `effects circuit-close` close it as for any other authorization failure. It is idempotent and
+// records an audit event once per eventID.
+func (s *Store) DisableInstallation(ctx context.Context, tenant domain.TenantID, key, reason, eventID string) error {
+	channels, err := s.installationChannels(ctx, tenant, key)
+	if err != nil {
+		return err
+	}
+	for _, c := range channels {
+		d := Destination{Tenant: tenant, Installation: Installation{Key: key}, Channel: c}
+		if err := s.openCircuit(ctx, d, reason, probeAfterUninstall); err != nil {
+			return err
+		}
+	}
+	_, err = appendEvent(ctx, s.Events, InstallationStream(tenant), eventstore.Any(), tenant, "slack-disable:"+key+":"+eventID, s.Now(),
+		"SlackInstallationDisabled", SlackInstallationDisabled{Installation: key, Reason: reason, EventID: eventID})
+	return err
+}
+
+func (s *Store) installationChannels(ctx context.Context, tenant domain.TenantID, key string) ([]string, error) {
+	rows, err := s.DB.QueryContext(ctx, s.DB.Rebind(`SELECT d.channel_id FROM slack_destinations d
+		JOIN slack_installations i ON i.id = d.installation_id WHERE d.tenant_id = ? AND i.install_key = ?`), tenant, key)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var channels []string
+	for rows.Next() {
+		var c string
+		if err := rows.Scan(&c); err != nil {
+			return nil, err
+		}
+		channels = append(channels, c)
+	}
+	return channels, rows.Err()
+}

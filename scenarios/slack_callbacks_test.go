@@ -1,0 +1,148 @@
+package scenarios
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/casebook/casebook/adapters/slack/callbacks"
+	"github.com/casebook/casebook/adapters/slack/fakeslack"
+)
+
+// TestSlackCallbacksScenario: the real binary with the fake Slack: an inquiry's root message is
+// claimed and resolved by signed button clicks of a linked Slack user; the answers arrive on
+// response_url, and the thread and the query API show the result. (No List projection exists in
+// this tree, so no List row is checked.)
+func TestSlackCallbacksScenario(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	const ch, secret = "C0OPS000001", "scenario-signing-secret"
+	fake := fakeslack.NewTestServer(t, fakeslack.Options{Channels: []string{ch}})
+	replies := make(chan string, 16)
+	resp := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var m struct {
+			Text string `json:"text"`
+		}
+		b, _ := io.ReadAll(r.Body)
+		_ = json.Unmarshal(b, &m)
+		replies <- m.Text
+	}))
+	t.Cleanup(resp.Close)
+	var tenant map[string]any
+	cli(t, dir, &tenant, "tenants", "create", "--slug", "acme")
+	var op struct {
+		Token       string `json:"token"`
+		PrincipalID string `json:"principal_id"`
+	}
+	cli(t, dir, &op, "principals", "create", "--tenant", "acme", "--name", "Olga", "--role", "operator", "--team", "support")
+	var out map[string]any
+	cli(t, dir, &out, "slack", "install", "--tenant", "acme", "--token", fake.Token(), "--signing-secret", secret,
+		"--app-id", "A0FAKEAPP01", "--slack-api-url", fake.URL())
+	cli(t, dir, &out, "slack", "destination", "--tenant", "acme", "--channel", ch, "--clearance", "internal")
+	cli(t, dir, &out, "slack", "link-user", "--tenant", "acme", "--slack-user", "U0OLGA0001", "--principal", op.PrincipalID)
+	srv := start(t, dir, "CASEBOOK_SLACK_RESPONSE_URL_PREFIX="+resp.URL+"/")
+
+	status, _, err := srv.do("POST", "/v1/public/acme/inquiries", "", "form-1",
+		`{"name":"Ada Lovelace","email":"ada@example.com","subject":"Invoice","message":"Charged twice","category":"billing"}`)
+	if err != nil || status != 202 {
+		t.Fatalf("intake = %d %v", status, err)
+	}
+	_, list, err := srv.do("GET", "/v1/inquiries?consistent=true", op.Token, "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := list["items"].([]any)[0].(map[string]any)["id"].(string)
+	detail := func() map[string]any {
+		_, d, err := srv.do("GET", "/v1/inquiries/"+id+"?consistent=true", op.Token, "", "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	eventually(t, "the root message mapped", func() bool {
+		sl, _ := detail()["slack"].(map[string]any)
+		return sl["state"] == "synced"
+	})
+	rootTS := fake.Messages(ch)[0].TS
+
+	clickButton := func(action string, n int) {
+		t.Helper()
+		payload := fmt.Sprintf(`{"type":"block_actions","team":{"id":"T0FAKETEAM1"},"api_app_id":"A0FAKEAPP01","user":{"id":"U0OLGA0001"},
+			"channel":{"id":%q},"message":{"ts":%q},"response_url":%q,
+			"actions":[{"action_id":%q,"value":"CB-ANY","action_ts":"1700000000.00000%d"}]}`, ch, rootTS, resp.URL+"/actions/1", action, n)
+		body := "payload=" + url.QueryEscape(payload)
+		req, err := http.NewRequest(http.MethodPost, srv.base+"/slack/interactions", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ts := strconv.FormatInt(time.Now().Unix(), 10)
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.Header.Set("X-Slack-Request-Timestamp", ts)
+		req.Header.Set("X-Slack-Signature", callbacks.SignatureHeader(secret, ts, []byte(body)))
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = res.Body.Close()
+		if res.StatusCode != http.StatusOK {
+			t.Fatalf("%s click = %d", action, res.StatusCode)
+		}
+	}
+	next := func() string {
+		select {
+		case r := <-replies:
+			return r
+		case <-time.After(60 * time.Second):
+			t.Fatal("no answer on response_url")
+			return ""
+		}
+	}
+	clickButton(callbacks.ActionClaim, 1)
+	if r := next(); r != "You claimed this inquiry." {
+		t.Fatalf("claim answer = %q", r)
+	}
+	clickButton(callbacks.ActionResolve, 2)
+	if r := next(); r != "Moved to resolved." {
+		t.Fatalf("resolve answer = %q", r)
+	}
+	d := detail()
+	if d["status"] != "resolved" || d["owner"] != op.PrincipalID {
+		t.Fatalf("detail = status %v owner %v", d["status"], d["owner"])
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			for _, m := range fake.Messages(ch) {
+				t.Logf("root %q edited=%q replies=%d", m.Text, m.EditedTS, len(m.Replies))
+				for _, r := range m.Replies {
+					t.Logf("  reply %q", r.Text)
+				}
+			}
+		}
+	})
+	eventually(t, "the thread shows resolved", func() bool {
+		m := fake.Messages(ch)
+		return len(m) == 1 && strings.Contains(m[0].Text, "resolved") && len(m[0].Replies) >= 1 &&
+			strings.Contains(m[0].Replies[len(m[0].Replies)-1].Text, "resolved")
+	})
+	// A captured click replayed after the signature window is refused.
+	payload := "payload=%7B%7D"
+	req, _ := http.NewRequest(http.MethodPost, srv.base+"/slack/interactions", strings.NewReader(payload))
+	old := strconv.FormatInt(time.Now().Add(-10*time.Minute).Unix(), 10)
+	req.Header.Set("X-Slack-Request-Timestamp", old)
+	req.Header.Set("X-Slack-Signature", callbacks.SignatureHeader(secret, old, []byte(payload)))
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = res.Body.Close()
+	if res.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("expired request = %d", res.StatusCode)
+	}
+}
