@@ -278,6 +278,7 @@ func (r *Runner) resolveGeneration(ctx context.Context) (Generation, error) {
 		r.status.Generation, r.status.Version = st.ActiveGen, st.ActiveVersion
 		r.mu.Unlock()
 		if st.ActiveVersion == r.Projection.Version() {
+			r.setState(StateStarting)
 			return st.ActiveGen, nil
 		}
 		r.setState(StateRebuildRequired)
@@ -577,22 +578,32 @@ func (r *Runner) Effects() []Effect {
 // checkpoint while a request waits for it.
 const FollowInterval = 50 * time.Millisecond
 
-// WaitFor blocks until the projection's checkpoint is at or after p, or ctx ends. On a replica that
-// does not own the projection it follows the shared checkpoint.
+// WaitFor blocks until the generation that serves reads has applied p, or ctx ends. The in-memory
+// position counts only while this runner owns the active generation; otherwise (another replica
+// owns it, or a rebuild has just switched generations) it follows that generation's checkpoint.
 func (r *Runner) WaitFor(ctx context.Context, p eventstore.Position) error {
 	r.init()
 	tick := time.NewTicker(FollowInterval)
 	defer tick.Stop()
 	for {
+		active := r.Build
+		if active == 0 {
+			st, err := ReadState(ctx, r.DB, r.Projection.Name())
+			if err != nil {
+				return err
+			}
+			active = st.ActiveGen
+		}
 		r.mu.Lock()
-		reached := !r.status.Position.Less(p)
-		ch, owner, gen := r.progress, r.status.Owner, r.gen
+		mine := r.status.Owner && r.gen == active
+		reached := mine && !r.status.Position.Less(p)
+		ch := r.progress
 		r.mu.Unlock()
 		if reached {
 			return nil
 		}
-		if !owner && gen != 0 {
-			cp, err := Checkpoint(ctx, r.DB, checkpointName(r.Projection, gen))
+		if !mine {
+			cp, err := Checkpoint(ctx, r.DB, checkpointName(r.Projection, active))
 			if err == nil && !cp.Less(p) {
 				return nil
 			}

@@ -266,7 +266,7 @@ func (a *App) Handler() http.Handler {
 		Commands: a.audited(), Reader: a.Reader, Tenancy: a.Tenancy, QueryModel: a.QueryModel(),
 		Head: a.Store.Head, Ready: a.Ready, Logger: a.Config.Logger, Public: a.Config.Public, Admin: a,
 		Metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), RequestMetrics: httpapi.NewRequestMetrics(reg), Slack: slackAPI{a},
-		SlackOAuth: slackOAuth{a.SlackOAuth},
+		SlackOAuth:     slackOAuth{a.SlackOAuth},
 		SlackCallbacks: a.Callbacks,
 	}
 	return s.Handler()

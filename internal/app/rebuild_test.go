@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -138,5 +139,29 @@ func TestServeRebuildsStaleProjection(t *testing.T) {
 	if err != nil || st.ActiveVersion != querymodel.Version || st.ActiveGen != 2 {
 		t.Fatalf("state after the background rebuild = %+v, %v", st, err)
 	}
-	call(t, "GET", base+"/readyz", "", nil, "", 200)
+	waitReady(t, base)
+}
+
+// waitReady probes /readyz as a load balancer would, until it answers 200 or a deadline passes.
+func waitReady(t *testing.T, base string) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, base+"/readyz", nil)
+		res, err := http.DefaultClient.Do(req)
+		if err == nil {
+			_ = res.Body.Close()
+			if res.StatusCode == http.StatusOK {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("/readyz not ready after 20s (last: %v %v)", res, err)
+		}
+		select {
+		case <-t.Context().Done():
+			return
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 }
