@@ -74,7 +74,9 @@ func wanted(cl domain.Classification) []wantCol {
 	return out
 }
 
-func isText(t slack.ListColumnType) bool { return t == slack.ListColumnText || t == slack.ListColumnRichText }
+func isText(t slack.ListColumnType) bool {
+	return t == slack.ListColumnText || t == slack.ListColumnRichText
+}
 
 // Resolve matches a List's schema (by column key) against what clearance cl needs. A missing,
 // retyped or option-less column is an error naming it: activation refuses, a check reports drift.

@@ -75,7 +75,9 @@ type syncWorker struct {
 	w *Worker
 }
 
-func (s syncWorker) Work(ctx context.Context, j *river.Job[SyncArgs]) error { return s.w.Sync(ctx, j.Args) }
+func (s syncWorker) Work(ctx context.Context, j *river.Job[SyncArgs]) error {
+	return s.w.Sync(ctx, j.Args)
+}
 
 type removeWorker struct {
 	river.WorkerDefaults[RemoveArgs]
@@ -180,7 +182,9 @@ func (w *Worker) create(ctx context.Context, api *slack.Client, c Config, q *dom
 	}
 	marker := w.marker(c, q)
 	markerCol := c.Schema.Columns[ColMarker].ID
-	ours := func(m string) bool { return w.Store.Markers.Verify(m, string(c.Tenant), c.List, string(q.ID), q.Receipt) }
+	ours := func(m string) bool {
+		return w.Store.Markers.Verify(m, string(c.Tenant), c.List, string(q.ID), q.Receipt)
+	}
 	row, adopted := "", false
 	if reconcile {
 		if row, err = findByMarker(ctx, api, c.List, markerCol, ours); err != nil {
