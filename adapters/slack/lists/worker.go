@@ -158,6 +158,7 @@ func (w *Worker) Sync(ctx context.Context, a SyncArgs) error {
 	if err != nil {
 		return w.classify(ctx, c, a.Inquiry, err)
 	}
+	ctx = context.WithoutCancel(ctx) // the outcome is recorded even when the caller gave up
 	if err := w.Store.closeCircuitAfterSuccess(ctx, c); err != nil {
 		return err
 	}
