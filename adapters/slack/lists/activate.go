@@ -217,8 +217,7 @@ func (s *Store) probe(ctx context.Context, api *slack.Client, tenant domain.Tena
 // cleanup deletes the probe row after a failed step; a failed delete names the row left behind.
 func (s *Store) cleanup(ctx context.Context, api *slack.Client, list, row, step string, cause error) (Schema, *ProbeError) {
 	err := api.DeleteListItemContext(context.WithoutCancel(ctx), list, row)
-	var se slack.SlackErrorResponse
-	if err != nil && !(errors.As(err, &se) && se.Err == "record_not_found") {
+	if err != nil && !isGone(err) {
 		return Schema{}, &ProbeError{Step: step, Err: errors.Join(cause, fmt.Errorf("cleanup: %w", err)), LeftRow: row}
 	}
 	return Schema{}, &ProbeError{Step: step, Err: cause, CleanedUp: true}
@@ -332,30 +331,37 @@ func (s *Store) Statuses(ctx context.Context, tenant domain.TenantID) ([]Status,
 			st.CooldownUntil = &t
 		}
 		st.CircuitOpen = open == 1
-		rows, err := s.DB.QueryContext(ctx, s.DB.Rebind(`SELECT error_class, count(*) FROM slack_list_sync_health WHERE tenant_id = ? AND list_id = ?
-			GROUP BY error_class`), tenant, c.List)
-		if err != nil {
+		if st.Sync, err = s.syncHealth(ctx, tenant, c.List); err != nil {
 			return nil, err
 		}
-		for rows.Next() {
-			var class string
-			var n int
-			if err := rows.Scan(&class, &n); err != nil {
-				rows.Close()
-				return nil, err
-			}
-			if class == "" {
-				st.Sync.Synced += n
-				continue
-			}
-			st.Sync.Failing += n
-			if st.Sync.Classes == nil {
-				st.Sync.Classes = map[string]int{}
-			}
-			st.Sync.Classes[class] = n
-		}
-		rows.Close()
 		out = append(out, st)
 	}
 	return out, nil
+}
+
+func (s *Store) syncHealth(ctx context.Context, tenant domain.TenantID, list string) (SyncHealth, error) {
+	var h SyncHealth
+	rows, err := s.DB.QueryContext(ctx, s.DB.Rebind(`SELECT error_class, count(*) FROM slack_list_sync_health WHERE tenant_id = ? AND list_id = ?
+		GROUP BY error_class`), tenant, list)
+	if err != nil {
+		return h, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var class string
+		var n int
+		if err := rows.Scan(&class, &n); err != nil {
+			return h, err
+		}
+		if class == "" {
+			h.Synced += n
+			continue
+		}
+		h.Failing += n
+		if h.Classes == nil {
+			h.Classes = map[string]int{}
+		}
+		h.Classes[class] = n
+	}
+	return h, rows.Err()
 }

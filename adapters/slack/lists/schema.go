@@ -146,11 +146,12 @@ func valuesFor(q *domain.Inquiry, cl domain.Classification, marker string) rowVa
 		case ColReceipt:
 			v[w.key] = q.Receipt
 		case ColStatus:
-			if w.field == "status" {
+			switch {
+			case w.field == "status":
 				v[w.key] = string(q.Status)
-			} else if q.Status.Terminal() {
+			case q.Status.Terminal():
 				v[w.key] = "closed"
-			} else {
+			default:
 				v[w.key] = "open"
 			}
 		case ColPriority:
