@@ -60,6 +60,8 @@ commands:
   slack install|destination|link-user        install the bot for a tenant; choose channels; link Slack users
   effects list|retry|cancel|circuits|circuit-close
                                              Slack effect jobs and destination circuits
+  lists activate|deactivate|check|circuit-close|status
+                                             Slack List projections (disabled until activated)
   dev fake-slack [--addr A]                  serve the fake Slack Web API for local demos
 
 Run 'casebook <command> -h' for the flags of a command.
@@ -91,6 +93,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return slackCmd(ctx, rest, stdout, stderr)
 	case "effects":
 		return effectsCmd(ctx, rest, stdout, stderr)
+	case "lists":
+		return listsCmd(ctx, rest, stdout, stderr)
 	case "dev":
 		return devCmd(ctx, rest, stdout, stderr)
 	case "help", "-h", "--help":

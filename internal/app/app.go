@@ -21,6 +21,7 @@ import (
 
 	"github.com/casebook/casebook/adapters/httpapi"
 	"github.com/casebook/casebook/adapters/slack/callbacks"
+	"github.com/casebook/casebook/adapters/slack/lists"
 	"github.com/casebook/casebook/adapters/slack/slackproj"
 	"github.com/casebook/casebook/commands"
 	"github.com/casebook/casebook/eventstore"
@@ -83,6 +84,8 @@ type App struct {
 	SlackWorker *slackproj.Worker
 	// Callbacks serves Slack's interactions and events (wired in slackcallbacks.go).
 	Callbacks *callbacks.Handler
+	// Lists is the Slack List projection (disabled per List until activated).
+	Lists *lists.Service
 
 	// owner is the subscriber lease identity: fixed in embedded mode, where the serve lock makes this
 	// process the only server; random per process otherwise.
@@ -198,7 +201,9 @@ func (a *App) wire(ctx context.Context) error {
 	if err := a.wireSlack(ctx, secret, qm); err != nil {
 		return err
 	}
-
+	if err := a.wireLists(ctx, secret); err != nil {
+		return err
+	}
 	if err := a.wireAudit(ctx); err != nil {
 		return err
 	}
@@ -294,6 +299,11 @@ func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 		wg.Wait()
 		return fmt.Errorf("start slack worker: %w", err)
 	}
+	if err := a.Lists.Jobs.Start(subCtx); err != nil {
+		stopSubs()
+		wg.Wait()
+		return fmt.Errorf("start slack list worker: %w", err)
+	}
 	srv := &http.Server{
 		Handler:           a.Handler(),
 		ReadHeaderTimeout: 10 * time.Second,
@@ -319,6 +329,9 @@ func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 	jctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), a.Config.ShutdownTimeout)
 	if serr := a.Jobs.Stop(jctx); serr != nil {
 		a.Config.Logger.Warn("slack worker stop", "err", serr)
+	}
+	if serr := a.Lists.Jobs.Stop(jctx); serr != nil {
+		a.Config.Logger.Warn("slack list worker stop", "err", serr)
 	}
 	cancel()
 	stopSubs()

@@ -95,4 +95,6 @@ func FuzzVerify(f *testing.F) {
 	})
 }
 
-func signatureFor(sec, ts, body string) string { return callbacks.SignatureHeader(sec, ts, []byte(body)) }
+func signatureFor(sec, ts, body string) string {
+	return callbacks.SignatureHeader(sec, ts, []byte(body))
+}

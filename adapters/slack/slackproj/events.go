@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/casebook/casebook/domain"
@@ -99,6 +100,9 @@ func readThread(ctx context.Context, store eventstore.Store, tenant domain.Tenan
 }
 
 func (st *threadState) apply(typ string, data []byte) error {
+	if IsListEvent(typ) {
+		return nil // List rows share the stream (package lists); they never change the thread
+	}
 	switch typ {
 	case "SlackThreadPosted":
 		var e SlackThreadPosted
@@ -117,6 +121,10 @@ func (st *threadState) apply(typ string, data []byte) error {
 	}
 	return nil
 }
+
+// IsListEvent reports a List row event (ListRowCreated, ListRowAdopted, …) of package lists, which
+// shares the slackproj-{tenant}-{inquiry} stream with the thread's events.
+func IsListEvent(typ string) bool { return strings.HasPrefix(typ, "ListRow") }
 
 func expectAfter(rev int64) eventstore.ExpectedRevision {
 	if rev < 0 {

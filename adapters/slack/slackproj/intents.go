@@ -141,6 +141,9 @@ func (p *Intents) Apply(ctx context.Context, b *projections.Batch) error {
 // foldThread applies one slackproj event to the mapping row. Events at or below the row's
 // observed version change nothing, so redelivery is harmless.
 func (p *Intents) foldThread(ctx context.Context, b *projections.Batch, table string, tenant domain.TenantID, id domain.InquiryID, e eventstore.RecordedEvent) error {
+	if IsListEvent(e.Type) {
+		return nil
+	}
 	if err := b.Exec(ctx, `INSERT INTO `+table+` (tenant_id, inquiry_id) VALUES (?, ?) ON CONFLICT (tenant_id, inquiry_id) DO NOTHING`, tenant, id); err != nil {
 		return err
 	}

@@ -1,0 +1,155 @@
+package lists
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+
+	"github.com/casebook/casebook/adapters/slack/slackproj"
+	"github.com/casebook/casebook/domain"
+	"github.com/casebook/casebook/eventstore"
+)
+
+// Row events, in slackproj-{tenant}-{inquiry}. Business truth never changes when they do.
+
+// ListRowCreated maps an inquiry to the row items.create returned; recorded before anything else.
+type ListRowCreated struct {
+	List    string `json:"list_id"`
+	RowID   string `json:"row_id"`
+	Version uint64 `json:"version"` // canonical version the row shows
+}
+
+// ListRowAdopted maps an inquiry to a row found by its verified ownership marker.
+type ListRowAdopted struct {
+	List    string `json:"list_id"`
+	RowID   string `json:"row_id"`
+	Version uint64 `json:"version"` // 0: its cells are not known to show any version yet
+}
+
+// ListRowUpdated records that the row shows canonical version Version.
+type ListRowUpdated struct {
+	List    string `json:"list_id"`
+	RowID   string `json:"row_id"`
+	Version uint64 `json:"version"`
+}
+
+// ListRowRemoved ends a mapping: the row was deleted (Reason: resolved, out_of_scope) or found gone.
+type ListRowRemoved struct {
+	List   string `json:"list_id"`
+	RowID  string `json:"row_id"`
+	Reason string `json:"reason"`
+}
+
+// Projection events, in listprojection-{tenant}-{list}.
+
+// ListProjectionActivated records a passed probe and what it resolved.
+type ListProjectionActivated struct {
+	List           string `json:"list_id"`
+	Team           string `json:"team,omitempty"`
+	InstallationID string `json:"installation_id"`
+	Clearance      string `json:"clearance"`
+	Schema         Schema `json:"schema"`
+}
+
+// ListActivationFailed records a failed probe step and whether its probe row was cleaned up.
+type ListActivationFailed struct {
+	List      string `json:"list_id"`
+	Step      string `json:"step"`
+	Error     string `json:"error"`
+	CleanedUp bool   `json:"cleaned_up"`
+	LeftRow   string `json:"left_row_id,omitempty"`
+}
+
+// ListProjectionDeactivated records an operator's deactivation.
+type ListProjectionDeactivated struct {
+	List string `json:"list_id"`
+}
+
+// ListSchemaDrifted records that the List's schema no longer matches the activation's fingerprint.
+type ListSchemaDrifted struct {
+	List     string `json:"list_id"`
+	Expected string `json:"expected_fingerprint"`
+	Actual   string `json:"actual_fingerprint,omitempty"`
+	Reason   string `json:"reason"`
+}
+
+// rowState is one List's mapping folded from an inquiry's slackproj stream.
+type rowState struct {
+	RowID    string
+	Observed uint64
+	// Generation names the mapping: the last removed row id, so a new row after a removal gets
+	// its own create attempt.
+	Generation string
+}
+
+type streamState struct {
+	Revision int64 // -1: no stream
+	Lists    map[string]*rowState
+}
+
+func (st streamState) list(id string) *rowState {
+	if r, ok := st.Lists[id]; ok {
+		return r
+	}
+	return &rowState{}
+}
+
+// readRows folds the List events of an inquiry's slackproj stream; the log, not a projection, is
+// what the worker decides on, so a lagging projection never causes a second create.
+func readRows(ctx context.Context, store eventstore.Store, tenant domain.TenantID, id domain.InquiryID) (streamState, error) {
+	evs, err := store.ReadStream(ctx, slackproj.ThreadStream(tenant, id), 0, 0)
+	if err != nil {
+		return streamState{}, err
+	}
+	st := streamState{Revision: -1, Lists: map[string]*rowState{}}
+	for _, e := range evs {
+		st.Revision = int64(e.Revision)
+		if !slackproj.IsListEvent(e.Type) {
+			continue
+		}
+		ev, err := decodeRowEvent(e.Type, e.Data)
+		if err != nil {
+			return streamState{}, err
+		}
+		r := st.Lists[ev.List]
+		if r == nil {
+			r = &rowState{}
+			st.Lists[ev.List] = r
+		}
+		switch e.Type {
+		case "ListRowCreated", "ListRowAdopted":
+			r.RowID, r.Observed = ev.RowID, ev.Version
+		case "ListRowUpdated":
+			if ev.RowID == r.RowID {
+				r.Observed = max(r.Observed, ev.Version)
+			}
+		case "ListRowRemoved":
+			if ev.RowID == r.RowID {
+				r.RowID, r.Observed, r.Generation = "", 0, ev.RowID
+			}
+		}
+	}
+	return st, nil
+}
+
+type rowEvent struct {
+	List    string `json:"list_id"`
+	RowID   string `json:"row_id"`
+	Version uint64 `json:"version"`
+}
+
+func decodeRowEvent(typ string, data []byte) (rowEvent, error) {
+	var ev rowEvent
+	switch typ {
+	case "ListRowCreated", "ListRowAdopted", "ListRowUpdated", "ListRowRemoved":
+		return ev, json.Unmarshal(data, &ev)
+	}
+	return ev, errors.New("lists: unknown event type " + typ)
+}
+
+func expectAfter(rev int64) eventstore.ExpectedRevision {
+	if rev < 0 {
+		return eventstore.NoStream()
+	}
+	return eventstore.Exact(uint64(rev))
+}

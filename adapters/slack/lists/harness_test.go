@@ -1,0 +1,238 @@
+package lists_test
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/rivertype"
+
+	"github.com/casebook/casebook/adapters/slack/fakeslack"
+	"github.com/casebook/casebook/adapters/slack/lists"
+	"github.com/casebook/casebook/adapters/slack/slackproj"
+	"github.com/casebook/casebook/commands"
+	"github.com/casebook/casebook/domain"
+	"github.com/casebook/casebook/internal/app"
+	"github.com/casebook/casebook/internal/pgtest"
+)
+
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+type bundle struct {
+	app    *app.App
+	fake   *fakeslack.Server
+	clock  *clock
+	tenant domain.TenantID
+	op     domain.Principal
+	list   fakeslack.ListInfo
+	worked map[int64]bool
+}
+
+var backends = []struct {
+	name string
+	cfg  func(t *testing.T) app.Config
+}{
+	{"sqlite", func(t *testing.T) app.Config { return app.Config{DataDir: filepath.Join(t.TempDir(), "data")} }},
+	{"postgres", func(t *testing.T) app.Config { return app.Config{DatabaseURL: pgtest.URL(t)} }},
+}
+
+func eachBackend(t *testing.T, fn func(t *testing.T, b *bundle)) {
+	t.Helper()
+	for _, be := range backends {
+		t.Run(be.name, func(t *testing.T) {
+			t.Parallel()
+			fn(t, setup(t, be.cfg(t)))
+		})
+	}
+}
+
+// boardColumns is a List fit for an internal-clearance projection.
+func boardColumns() []fakeslack.Column {
+	st := []string{}
+	for _, s := range domain.Statuses {
+		st = append(st, string(s))
+	}
+	return []fakeslack.Column{
+		{Key: lists.ColReceipt, Name: "Receipt", Type: "text", Primary: true},
+		{Key: lists.ColMarker, Name: "Casebook marker", Type: "text"},
+		{Key: lists.ColStatus, Name: "Status", Type: "select", Choices: st},
+		{Key: lists.ColPriority, Name: "Priority", Type: "select", Choices: []string{"low", "normal", "high", "urgent"}},
+		{Key: lists.ColTeam, Name: "Team", Type: "text"},
+		{Key: "notes", Name: "Notes", Type: "text"},
+	}
+}
+
+func setup(t *testing.T, cfg app.Config) *bundle {
+	t.Helper()
+	ctx := t.Context()
+	c := &clock{t: time.Date(2026, 11, 1, 9, 0, 0, 0, time.UTC)}
+	cfg.Now, cfg.Logger = c.Now, slog.New(slog.DiscardHandler)
+	a, err := app.Open(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = a.Close() })
+	fake := fakeslack.NewTestServer(t, fakeslack.Options{})
+	ten, _, _, err := a.Tenancy.CreateTenant(ctx, "acme")
+	if err != nil {
+		t.Fatal(err)
+	}
+	op, _, err := a.Tenancy.CreatePrincipal(ctx, "acme", "Olga", domain.RoleOperator, "support")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Slack.Install(ctx, slackproj.InstallRequest{Tenant: ten.ID, Token: fake.Token(), SigningSecret: "sig",
+		AppID: "A0FAKEAPP01", APIURL: fake.URL()}); err != nil {
+		t.Fatal(err)
+	}
+	li, err := fake.CreateList("Inquiries", boardColumns()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &bundle{app: a, fake: fake, clock: c, tenant: ten.ID, op: op, list: li, worked: map[int64]bool{}}
+}
+
+func (b *bundle) activate(t *testing.T) lists.Config {
+	t.Helper()
+	c, err := b.app.Lists.Store.Activate(t.Context(), lists.ActivateRequest{Tenant: b.tenant, List: b.list.ID, Clearance: "internal", RemoveAfter: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func (b *bundle) intake(t *testing.T, key string) domain.InquiryID {
+	t.Helper()
+	res, err := b.app.Commands.Intake(t.Context(), commands.Intake{Tenant: b.tenant, Source: domain.SourcePublicForm, IdempotencyKey: key,
+		Requester: domain.Requester{Name: "Ada Lovelace", Email: "ada@example.com"}, Subject: "Invoice twice",
+		Message: "Invoice 42 charges me twice.", Category: "billing"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res.InquiryID
+}
+
+func (b *bundle) transition(t *testing.T, id domain.InquiryID, to domain.Status, priority domain.Priority) {
+	t.Helper()
+	_, err := b.app.Commands.Transition(t.Context(), commands.Transition{Target: commands.Target{Tenant: b.tenant, InquiryID: id, Actor: b.op},
+		To: to, Priority: priority, Reason: "because"})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (b *bundle) project(t *testing.T) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	head, err := b.app.Store.Head(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	for _, r := range b.app.Runners {
+		wg.Go(func() { _ = r.Run(runCtx) })
+	}
+	for _, r := range b.app.Runners {
+		if err := r.WaitFor(ctx, head); err != nil {
+			stop()
+			wg.Wait()
+			t.Fatalf("projection %s did not catch up: %v", r.Projection.Name(), err)
+		}
+	}
+	stop()
+	wg.Wait()
+}
+
+func (b *bundle) jobs(t *testing.T, kind string) []*rivertype.JobRow {
+	t.Helper()
+	res, err := b.app.Lists.Jobs.JobList(t.Context(), river.NewJobListParams().Kinds(kind).
+		OrderBy(river.JobListOrderByID, river.SortOrderAsc).First(1000))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res.Jobs
+}
+
+func syncJobs(t *testing.T, b *bundle) []*rivertype.JobRow { return b.jobs(t, lists.SyncArgs{}.Kind()) }
+
+func (b *bundle) workSync(ctx context.Context, t *testing.T, j *rivertype.JobRow) error {
+	t.Helper()
+	var a lists.SyncArgs
+	if err := json.Unmarshal(j.EncodedArgs, &a); err != nil {
+		t.Fatal(err)
+	}
+	return b.app.Lists.Worker.Sync(ctx, a)
+}
+
+func (b *bundle) workRemove(ctx context.Context, t *testing.T, j *rivertype.JobRow) error {
+	t.Helper()
+	var a lists.RemoveArgs
+	if err := json.Unmarshal(j.EncodedArgs, &a); err != nil {
+		t.Fatal(err)
+	}
+	return b.app.Lists.Worker.Remove(ctx, a)
+}
+
+// work runs every sync job not worked yet, in order, and returns their errors.
+func (b *bundle) work(t *testing.T) []error {
+	t.Helper()
+	var out []error
+	for _, j := range syncJobs(t, b) {
+		if b.worked[j.ID] {
+			continue
+		}
+		b.worked[j.ID] = true
+		out = append(out, b.workSync(t.Context(), t, j))
+	}
+	return out
+}
+
+func noErrors(t *testing.T, errs []error) {
+	t.Helper()
+	for _, err := range errs {
+		if err != nil {
+			t.Fatalf("work: %v", err)
+		}
+	}
+}
+
+// listCalls counts every slackLists.* call the fake saw.
+func (b *bundle) listCalls() int {
+	n := 0
+	for m, c := range b.fake.CallCounts() {
+		if len(m) > 11 && m[:11] == "slackLists." {
+			n += c
+		}
+	}
+	return n
+}
+
+func (b *bundle) rows() []fakeslack.Row { return b.fake.Rows(b.list.ID) }
+
+func (b *bundle) col(key string) string { return b.list.ColumnID(key) }
+
+func oneRow(t *testing.T, b *bundle) fakeslack.Row {
+	t.Helper()
+	rs := b.rows()
+	if len(rs) != 1 {
+		t.Fatalf("%d rows in the List, want exactly 1", len(rs))
+	}
+	return rs[0]
+}

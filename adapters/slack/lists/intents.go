@@ -1,0 +1,266 @@
+package lists
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/riverqueue/river"
+
+	"github.com/casebook/casebook/adapters/slack/slackproj"
+	"github.com/casebook/casebook/domain"
+	"github.com/casebook/casebook/internal/sqldb"
+	"github.com/casebook/casebook/projections"
+)
+
+// IntentsName and RowMapName are the projections' names.
+const (
+	IntentsName = "listintents"
+	RowMapName  = "listrowmap"
+)
+
+// Intents is the listintents subscriber. From inquiry streams it records each inquiry's desired
+// version and, for each active List of the tenant, inserts one sync job per inquiry per batch (the
+// newest version) and, on a transition to a terminal state, a removal job scheduled at the
+// transition's time + the List's delay — in the checkpoint's transaction. Batch.Emit records the
+// effect key first: a redelivery never inserts twice and a rebuild (Batch.Replaying) inserts nothing.
+// A tenant without an active List gets no job: zero I/O.
+type Intents struct {
+	Jobs *river.Client[*sql.Tx]
+}
+
+var _ projections.Projection = (*Intents)(nil)
+
+// Name implements projections.Projection.
+func (*Intents) Name() string { return IntentsName }
+
+// Version implements projections.Projection.
+func (*Intents) Version() int { return 1 }
+
+// Tables implements projections.Projection.
+func (*Intents) Tables() []string { return []string{"slack_list_desired"} }
+
+// Setup implements projections.Projection.
+func (*Intents) Setup(ctx context.Context, db *sqldb.DB, gen projections.Generation) error {
+	ddl := `CREATE TABLE IF NOT EXISTS ` + gen.Table("slack_list_desired") + ` (
+	tenant_id       TEXT   NOT NULL,
+	inquiry_id      TEXT   NOT NULL,
+	desired_version BIGINT NOT NULL,
+	PRIMARY KEY (tenant_id, inquiry_id))`
+	return sqldb.Migrate(ctx, db, projections.GenerationName(IntentsName, gen), []sqldb.Migration{{Version: 1, SQL: ddl}})
+}
+
+type inqKey struct {
+	tenant domain.TenantID
+	id     domain.InquiryID
+}
+
+type terminal struct {
+	version uint64
+	at      time.Time
+}
+
+func streamInquiry(prefix, stream string, meta []byte) (inqKey, bool, error) {
+	if !strings.HasPrefix(stream, prefix) {
+		return inqKey{}, false, nil
+	}
+	var m domain.Metadata
+	if err := json.Unmarshal(meta, &m); err != nil {
+		return inqKey{}, false, fmt.Errorf("%s: metadata: %w", stream, err)
+	}
+	id, ok := strings.CutPrefix(stream, prefix+string(m.TenantID)+"-")
+	if !ok || m.TenantID == "" {
+		return inqKey{}, false, fmt.Errorf("%s: stream does not belong to tenant %q", stream, m.TenantID)
+	}
+	return inqKey{m.TenantID, domain.InquiryID(id)}, true, nil
+}
+
+// Apply implements projections.Projection.
+func (p *Intents) Apply(ctx context.Context, b *projections.Batch) error {
+	table := b.Gen.Table("slack_list_desired")
+	desired := map[inqKey]uint64{}
+	terminals := map[inqKey]terminal{}
+	var order []inqKey
+	for _, e := range b.Events {
+		k, ok, err := streamInquiry("inquiry-", e.StreamID, e.Metadata)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			continue
+		}
+		if _, seen := desired[k]; !seen {
+			order = append(order, k)
+		}
+		desired[k] = max(desired[k], e.Revision+1)
+		if e.Type == "InquiryStatusChanged" {
+			var ev domain.InquiryStatusChanged
+			var m domain.Metadata
+			if err := json.Unmarshal(e.Data, &ev); err != nil {
+				return err
+			}
+			if err := json.Unmarshal(e.Metadata, &m); err != nil {
+				return err
+			}
+			if ev.To.Terminal() {
+				terminals[k] = terminal{version: e.Revision + 1, at: m.OccurredAt}
+			} else {
+				delete(terminals, k)
+			}
+		}
+	}
+	for _, k := range order {
+		v := desired[k]
+		if err := b.Exec(ctx, `INSERT INTO `+table+` (tenant_id, inquiry_id, desired_version) VALUES (?, ?, ?)
+			ON CONFLICT (tenant_id, inquiry_id) DO UPDATE SET desired_version = CASE WHEN `+table+`.desired_version > excluded.desired_version
+			THEN `+table+`.desired_version ELSE excluded.desired_version END`, k.tenant, k.id, v); err != nil {
+			return err
+		}
+		if b.Replaying {
+			continue // a rebuild never emits: the live generation did
+		}
+		lists, delays, err := activeLists(ctx, b.DB, b.Tx, k.tenant)
+		if err != nil {
+			return err
+		}
+		for i, list := range lists {
+			sync := SyncArgs{Tenant: k.tenant, Inquiry: k.id, List: list, Version: v}
+			if err := p.emit(ctx, b, fmt.Sprintf("slack/list/%s/%s/%s/%d", k.tenant, k.id, list, v), sync, time.Time{}); err != nil {
+				return err
+			}
+			if t, ok := terminals[k]; ok {
+				rm := RemoveArgs{Tenant: k.tenant, Inquiry: k.id, List: list, Version: t.version}
+				if err := p.emit(ctx, b, fmt.Sprintf("slack/listremove/%s/%s/%s/%d", k.tenant, k.id, list, t.version), rm, t.at.Add(delays[i])); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+type jobArgs interface {
+	river.JobArgs
+	InsertOpts() river.InsertOpts
+}
+
+func (p *Intents) emit(ctx context.Context, b *projections.Batch, key string, args jobArgs, at time.Time) error {
+	var tenant domain.TenantID
+	switch a := args.(type) {
+	case SyncArgs:
+		tenant = a.Tenant
+	case RemoveArgs:
+		tenant = a.Tenant
+	}
+	fresh, err := b.Emit(ctx, IntentsName, projections.Effect{Key: key, Kind: args.Kind(), Tenant: string(tenant)})
+	if err != nil || !fresh {
+		return err
+	}
+	opts := args.InsertOpts()
+	opts.Tags = []string{slackproj.TenantTag(tenant)}
+	opts.ScheduledAt = at
+	if _, err := p.Jobs.InsertTx(ctx, b.Tx, args, &opts); err != nil {
+		return fmt.Errorf("insert list job: %w", err)
+	}
+	return nil
+}
+
+// RowMap is the listrowmap subscriber: (tenant, inquiry, list) → (row id, observed version,
+// adopted), folded from the List events of slackproj streams, so a replay rebuilds it.
+type RowMap struct{}
+
+var _ projections.Projection = RowMap{}
+
+// Name implements projections.Projection.
+func (RowMap) Name() string { return RowMapName }
+
+// Version implements projections.Projection.
+func (RowMap) Version() int { return 1 }
+
+// Tables implements projections.Projection.
+func (RowMap) Tables() []string { return []string{"slack_list_rows"} }
+
+// Setup implements projections.Projection.
+func (RowMap) Setup(ctx context.Context, db *sqldb.DB, gen projections.Generation) error {
+	ddl := `CREATE TABLE IF NOT EXISTS ` + gen.Table("slack_list_rows") + ` (
+	tenant_id        TEXT   NOT NULL,
+	inquiry_id       TEXT   NOT NULL,
+	list_id          TEXT   NOT NULL,
+	row_id           TEXT   NOT NULL,
+	observed_version BIGINT NOT NULL,
+	adopted          INTEGER NOT NULL,
+	PRIMARY KEY (tenant_id, inquiry_id, list_id))`
+	return sqldb.Migrate(ctx, db, projections.GenerationName(RowMapName, gen), []sqldb.Migration{{Version: 1, SQL: ddl}})
+}
+
+// Apply implements projections.Projection. Every statement is conditional on the row id, so a
+// redelivered event changes nothing.
+func (RowMap) Apply(ctx context.Context, b *projections.Batch) error {
+	t := b.Gen.Table("slack_list_rows")
+	for _, e := range b.Events {
+		if !slackproj.IsListEvent(e.Type) {
+			continue
+		}
+		k, ok, err := streamInquiry("slackproj-", e.StreamID, e.Metadata)
+		if err != nil || !ok {
+			return err
+		}
+		ev, err := decodeRowEvent(e.Type, e.Data)
+		if err != nil {
+			return err
+		}
+		switch e.Type {
+		case "ListRowCreated", "ListRowAdopted":
+			adopted := 0
+			if e.Type == "ListRowAdopted" {
+				adopted = 1
+			}
+			err = b.Exec(ctx, `INSERT INTO `+t+` (tenant_id, inquiry_id, list_id, row_id, observed_version, adopted) VALUES (?, ?, ?, ?, ?, ?)
+				ON CONFLICT (tenant_id, inquiry_id, list_id) DO UPDATE SET row_id = excluded.row_id, observed_version = excluded.observed_version,
+				adopted = excluded.adopted`, k.tenant, k.id, ev.List, ev.RowID, ev.Version, adopted)
+		case "ListRowUpdated":
+			err = b.Exec(ctx, `UPDATE `+t+` SET observed_version = ? WHERE tenant_id = ? AND inquiry_id = ? AND list_id = ? AND row_id = ?
+				AND observed_version < ?`, ev.Version, k.tenant, k.id, ev.List, ev.RowID, ev.Version)
+		case "ListRowRemoved":
+			err = b.Exec(ctx, `DELETE FROM `+t+` WHERE tenant_id = ? AND inquiry_id = ? AND list_id = ? AND row_id = ?`, k.tenant, k.id, ev.List, ev.RowID)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Row is one mapping of the listrowmap projection.
+type Row struct {
+	Tenant   domain.TenantID  `json:"tenant_id"`
+	Inquiry  domain.InquiryID `json:"inquiry_id"`
+	List     string           `json:"list_id"`
+	RowID    string           `json:"row_id"`
+	Observed uint64           `json:"observed_version"`
+	Adopted  bool             `json:"adopted"`
+}
+
+// Rows reads a tenant's row mapping from the listrowmap view, ordered.
+func Rows(ctx context.Context, db *sqldb.DB, tenant domain.TenantID) ([]Row, error) {
+	rows, err := db.QueryContext(ctx, db.Rebind(`SELECT tenant_id, inquiry_id, list_id, row_id, observed_version, adopted FROM slack_list_rows
+		WHERE tenant_id = ? ORDER BY inquiry_id, list_id`), tenant)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := []Row{}
+	for rows.Next() {
+		var r Row
+		var ad int
+		if err := rows.Scan(&r.Tenant, &r.Inquiry, &r.List, &r.RowID, &r.Observed, &ad); err != nil {
+			return nil, err
+		}
+		r.Adopted = ad == 1
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}

@@ -1,0 +1,61 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"io"
+	"time"
+
+	"github.com/casebook/casebook/adapters/slack/lists"
+	"github.com/casebook/casebook/domain"
+	"github.com/casebook/casebook/internal/app"
+)
+
+const listsUsage = `usage:
+  casebook lists activate --tenant S --list F… [--team T] --clearance public|internal|personal [--remove-after D]
+  casebook lists deactivate --tenant S --list F…
+  casebook lists check --tenant S --list F…          re-read the schema; drift fails closed
+  casebook lists circuit-close --tenant S --list F…
+  casebook lists status --tenant S                   activation, schema, sync health, cooldown (JSON)`
+
+// listsCmd manages Slack List projections, always within one tenant. Lists start disabled.
+func listsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		return errors.New(listsUsage)
+	}
+	fs, sf := newFlags("lists "+args[0], stderr)
+	tenant := fs.String("tenant", "", "tenant slug")
+	list := fs.String("list", "", "List id (F…)")
+	var run func(a *app.App, t domain.TenantID) (any, error)
+	switch args[0] {
+	case "activate":
+		team := fs.String("team", "", "team whose inquiries go there (default: the whole tenant)")
+		clearance := fs.String("clearance", "", "public, internal or personal: the most restricted fields the List may show")
+		removeAfter := fs.Duration("remove-after", 24*time.Hour, "how long a resolved or cancelled inquiry's row stays")
+		run = func(a *app.App, t domain.TenantID) (any, error) {
+			return a.Lists.Store.Activate(ctx, lists.ActivateRequest{Tenant: t, List: *list, Team: *team, Clearance: *clearance, RemoveAfter: *removeAfter})
+		}
+	case "deactivate":
+		run = func(a *app.App, t domain.TenantID) (any, error) { return a.Lists.Store.Deactivate(ctx, t, *list) }
+	case "check":
+		run = func(a *app.App, t domain.TenantID) (any, error) { return a.Lists.Store.CheckSchema(ctx, t, *list) }
+	case "circuit-close":
+		run = func(a *app.App, t domain.TenantID) (any, error) {
+			return map[string]bool{"closed": true}, a.Lists.Store.CloseCircuit(ctx, t, *list)
+		}
+	case "status":
+		run = func(a *app.App, t domain.TenantID) (any, error) { return a.Lists.Store.Statuses(ctx, t) }
+	default:
+		return errors.New(listsUsage)
+	}
+	if err := fs.Parse(args[1:]); err != nil {
+		return err
+	}
+	return withTenant(ctx, sf, stderr, *tenant, func(a *app.App, t domain.TenantID) error {
+		v, err := run(a, t)
+		if err != nil {
+			return err
+		}
+		return printJSON(stdout, v)
+	})
+}
