@@ -87,6 +87,9 @@ type App struct {
 	// Lists is the Slack List projection (disabled per List until activated).
 	Lists *lists.Service
 
+	// projDB is the handle subscribers write through: in embedded mode a second handle on the same
+	// file without an fsync per commit (their output replays from the log); otherwise DB.
+	projDB *sqldb.DB
 	// owner is the subscriber lease identity: fixed in embedded mode, where the serve lock makes this
 	// process the only server; random per process otherwise.
 	owner   string
@@ -144,6 +147,10 @@ func (a *App) openStorage(ctx context.Context) error {
 	a.DB = db
 	a.owner = "embedded"
 	a.closers = append(a.closers, db.Close)
+	if a.projDB, err = sqldb.OpenSQLiteReplayable(filepath.Join(a.Config.DataDir, DBFile)); err != nil {
+		return err
+	}
+	a.closers = append(a.closers, a.projDB.Close)
 	store, err := sqlite.New(ctx, db, sqlite.Options{Now: a.Config.Now})
 	if err != nil {
 		return err
@@ -160,6 +167,7 @@ func (a *App) openPostgres(ctx context.Context) error {
 		return err
 	}
 	a.DB = db
+	a.projDB = db
 	a.owner = ""
 	a.closers = append(a.closers, db.Close)
 	if a.Config.EventStoreURL != "" {
@@ -193,7 +201,7 @@ func (a *App) wire(ctx context.Context) error {
 	a.Tenancy = ten
 	a.Commands = &commands.Handler{Store: a.Store, Principals: ten, Secret: secret, Now: a.Config.Now, NewID: tenancy.NewID}
 	a.Reader = &queries.Reader{DB: a.DB}
-	qm := &projections.Runner{Store: a.Store, DB: a.DB, Projection: querymodel.New(), Logger: a.Config.Logger, Now: a.Config.Now,
+	qm := &projections.Runner{Store: a.Store, DB: a.projDB, Projection: querymodel.New(), Logger: a.Config.Logger, Now: a.Config.Now,
 		Owner: a.owner, LeaseTTL: a.Config.LeaseTTL}
 	if err := qm.Setup(ctx); err != nil {
 		return err
@@ -230,7 +238,7 @@ func (a *App) wireSlack(ctx context.Context, secret []byte, qm *projections.Runn
 		return err
 	}
 	a.Jobs, a.Effects, a.SlackWorker = jobs, &slackproj.Effects{Client: jobs}, worker
-	intents := &projections.Runner{Store: a.Store, DB: a.DB, Projection: &slackproj.Intents{Jobs: jobs, Store: st}, Logger: a.Config.Logger,
+	intents := &projections.Runner{Store: a.Store, DB: a.projDB, Projection: &slackproj.Intents{Jobs: jobs, Store: st}, Logger: a.Config.Logger,
 		Now: a.Config.Now, Owner: a.owner, LeaseTTL: a.Config.LeaseTTL}
 	if err := intents.Setup(ctx); err != nil {
 		return err

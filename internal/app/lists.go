@@ -15,7 +15,7 @@ func (a *App) wireLists(ctx context.Context, secret []byte) error {
 		return err
 	}
 	for _, p := range svc.Projections {
-		r := &projections.Runner{Store: a.Store, DB: a.DB, Projection: p, Logger: a.Config.Logger, Now: a.Config.Now, Owner: a.owner, LeaseTTL: a.Config.LeaseTTL}
+		r := &projections.Runner{Store: a.Store, DB: a.projDB, Projection: p, Logger: a.Config.Logger, Now: a.Config.Now, Owner: a.owner, LeaseTTL: a.Config.LeaseTTL}
 		if err := r.Setup(ctx); err != nil {
 			return err
 		}

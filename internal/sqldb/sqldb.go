@@ -62,17 +62,26 @@ func (db *DB) Rebind(q string) string {
 // OpenSQLite opens (creating if needed) the SQLite file at path in WAL mode with synchronous=FULL, so
 // a committed transaction survives a process kill and a power loss. Write transactions begin
 // IMMEDIATE so writers queue on the busy timeout instead of failing on lock upgrades.
-func OpenSQLite(path string) (*DB, error) {
+func OpenSQLite(path string) (*DB, error) { return openSQLite(path, "FULL") }
+
+// OpenSQLiteReplayable opens the same file for writes that may be lost on a power failure because
+// the log replays them: projection output committed together with its checkpoint. It uses
+// synchronous=NORMAL (no fsync per commit; a process kill still loses nothing), and any later FULL
+// commit on the file makes these durable too, since the WAL is written in order.
+func OpenSQLiteReplayable(path string) (*DB, error) { return openSQLite(path, "NORMAL") }
+
+func openSQLite(path, sync string) (*DB, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("sqlite: create data directory: %w", err)
 	}
 	dsn := "file:" + path + "?_pragma=busy_timeout(30000)&_pragma=journal_mode(WAL)" +
-		"&_pragma=synchronous(FULL)&_pragma=foreign_keys(1)&_txlock=immediate"
+		"&_pragma=synchronous(" + sync + ")&_pragma=foreign_keys(1)&_txlock=immediate"
 	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
 	db.SetMaxOpenConns(8)
+	db.SetMaxIdleConns(8) // opening a connection re-runs the pragmas: keep them
 	if err := db.PingContext(context.Background()); err != nil {
 		_ = db.Close()
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
