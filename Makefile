@@ -5,7 +5,8 @@ PKGS     := ./...
 # `make fuzz` runs each fuzz target for FUZZTIME; `make test` runs only their seed corpora.
 FUZZTIME ?= 10s
 FUZZ     := ./adapters/httpapi:FuzzIntakeDecode ./adapters/httpapi:FuzzNormalize \
-            ./adapters/slack/callbacks:FuzzVerify ./adapters/slack/callbacks:FuzzParseInteraction
+            ./adapters/slack/callbacks:FuzzVerify ./adapters/slack/callbacks:FuzzParseInteraction \
+            ./projections/querymodel:FuzzFastDecodeMatchesJSON
 
 .PHONY: help run build test test-race test-short lint bench fuzz tidy
 
