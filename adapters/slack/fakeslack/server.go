@@ -86,6 +86,7 @@ type Server struct {
 	oauth       oauthState
 	triggers    map[string]*trigger
 	views       []View
+	viewOpened  chan struct{} // closed when a view opens
 
 	done      chan struct{}
 	closeOnce sync.Once

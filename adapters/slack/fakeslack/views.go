@@ -1,6 +1,7 @@
 package fakeslack
 
 import (
+	"context"
 	"encoding/json"
 	"time"
 )
@@ -50,6 +51,28 @@ func (s *Server) Views() []View {
 	return append([]View(nil), s.views...)
 }
 
+// WaitViews blocks until at least n views are open, or ctx ends.
+func (s *Server) WaitViews(ctx context.Context, n int) ([]View, error) {
+	for {
+		s.mu.Lock()
+		if len(s.views) >= n {
+			out := append([]View(nil), s.views...)
+			s.mu.Unlock()
+			return out, nil
+		}
+		if s.viewOpened == nil {
+			s.viewOpened = make(chan struct{})
+		}
+		ch := s.viewOpened
+		s.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
+
 func (s *Server) viewsOpen(req *request) (any, *apiError) {
 	id := req.p.str("trigger_id")
 	tr, ok := s.triggers[id]
@@ -73,6 +96,10 @@ func (s *Server) viewsOpen(req *request) (any, *apiError) {
 	view := View{ID: s.newIDLocked("V"), TriggerID: id, CallbackID: v.CallbackID, PrivateMetadata: v.PrivateMetadata,
 		Title: v.Title.Text, Blocks: v.Blocks}
 	s.views = append(s.views, view)
+	if s.viewOpened != nil {
+		close(s.viewOpened)
+		s.viewOpened = nil
+	}
 	return map[string]any{"ok": true, "view": map[string]any{
 		"id": view.ID, "type": "modal", "callback_id": view.CallbackID, "private_metadata": view.PrivateMetadata,
 		"team_id": s.opts.TeamID, "app_id": s.opts.AppID, "bot_id": s.opts.BotID,
