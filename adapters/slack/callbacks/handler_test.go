@@ -13,6 +13,7 @@ import (
 	"github.com/casebook/casebook/adapters/slack/callbacks"
 	"github.com/casebook/casebook/adapters/slack/fakeslack"
 	"github.com/casebook/casebook/adapters/slack/slackproj"
+	"github.com/casebook/casebook/commands"
 	"github.com/casebook/casebook/domain"
 )
 
@@ -316,5 +317,44 @@ func TestEventsVerificationDedupeAndUninstall(t *testing.T) {
 	}
 	if n != 1 {
 		t.Fatalf("%d SlackInstallationDisabled events, want 1", n)
+	}
+}
+
+// TestStaleClickNamesWhoChangedIt: a click on a root that another operator has since changed is
+// answered "changed by <name>" once the query model knows who (the timeline, tenant-scoped);
+// while it lags, or when the last change was the intake, no name is given, and the requester
+// never appears.
+func TestStaleClickNamesWhoChangedIt(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	id, ts := b.posted(t, "k1")
+	b.interact(t, click(team, "U0OLGA0001", ts, callbacks.ActionResolve, "1793523600.000001", b.respURL))
+	if r := b.reply(t); r != "This inquiry was changed (now new) — refresh and try again." {
+		t.Fatalf("resolve of a new inquiry = %q", r)
+	}
+	tgt := commands.Target{Tenant: b.tenant, InquiryID: id, Actor: b.bob, IdempotencyKey: "bob-claim"}
+	if _, err := b.app.Commands.Claim(t.Context(), commands.Claim{Target: tgt}); err != nil {
+		t.Fatal(err)
+	}
+	tgt.IdempotencyKey = "bob-resolve"
+	if _, err := b.app.Commands.Transition(t.Context(), commands.Transition{Target: tgt, To: domain.StatusResolved}); err != nil {
+		t.Fatal(err)
+	}
+	b.interact(t, click(team, "U0OLGA0001", ts, callbacks.ActionResolve, "1793523600.000002", b.respURL))
+	if r := b.reply(t); r != "This inquiry was changed (now resolved, owned by Bob) — refresh and try again." {
+		t.Fatalf("before the query model caught up = %q", r)
+	}
+	b.project(t)
+	b.interact(t, click(team, "U0OLGA0001", ts, callbacks.ActionResolve, "1793523600.000003", b.respURL))
+	r := b.reply(t)
+	if r != "This inquiry was changed by Bob (now resolved, owned by Bob) — refresh and try again." {
+		t.Fatalf("stale resolve = %q", r)
+	}
+	b.interact(t, click(team, "U0OLGA0001", ts, callbacks.ActionClaim, "1793523600.000004", b.respURL))
+	if r := b.reply(t); !strings.Contains(r, "changed by Bob") {
+		t.Fatalf("stale claim = %q", r)
+	}
+	if strings.Contains(r, "Ada") || strings.Contains(r, "example.com") {
+		t.Fatalf("requester data in %q", r)
 	}
 }
