@@ -74,6 +74,24 @@ func TestSlackCallbacksScenario(t *testing.T) {
 		}
 	}
 	srv := start(t, dir, "CASEBOOK_SLACK_RESPONSE_URL_PREFIX="+resp.URL+"/")
+	t.Cleanup(func() {
+		if t.Failed() {
+			for _, r := range fake.Rows(li.ID) {
+				t.Logf("row status %v", r.Strings(statusCol))
+			}
+			for _, c := range fake.Calls() {
+				if c.ListID != "" {
+					t.Logf("call %d %s %d %q fault=%v", c.Seq, c.Method, c.Status, c.Error, c.Fault)
+				}
+			}
+			for _, m := range fake.Messages(ch) {
+				t.Logf("root %q edited=%q replies=%d", m.Text, m.EditedTS, len(m.Replies))
+				for _, r := range m.Replies {
+					t.Logf("  reply %q", r.Text)
+				}
+			}
+		}
+	})
 
 	status, _, err := srv.do("POST", "/v1/public/acme/inquiries", "", "form-1",
 		`{"name":"Ada Lovelace","email":"ada@example.com","subject":"Invoice","message":"Charged twice","category":"billing"}`)
@@ -149,16 +167,6 @@ func TestSlackCallbacksScenario(t *testing.T) {
 	if d["status"] != "resolved" || d["owner"] != op.PrincipalID {
 		t.Fatalf("detail = status %v owner %v", d["status"], d["owner"])
 	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			for _, m := range fake.Messages(ch) {
-				t.Logf("root %q edited=%q replies=%d", m.Text, m.EditedTS, len(m.Replies))
-				for _, r := range m.Replies {
-					t.Logf("  reply %q", r.Text)
-				}
-			}
-		}
-	})
 	eventually(t, "the thread shows resolved", func() bool {
 		m := fake.Messages(ch)
 		return len(m) == 1 && strings.Contains(m[0].Text, "resolved") && len(m[0].Replies) >= 1 &&
