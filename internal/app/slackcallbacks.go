@@ -18,7 +18,7 @@ func (a *App) wireCallbacks(ctx context.Context) error {
 		return err
 	}
 	a.Callbacks = &callbacks.Handler{
-		Store: a.Slack, Principals: a.Tenancy, Commands: a.audited(), Load: a.Commands.Load, Seen: seen,
+		Store: a.Slack, Principals: a.Tenancy, Commands: a.audited(), Load: a.Commands.Load, History: a.Reader, Seen: seen,
 		Now: a.Config.Now, Logger: a.Config.Logger, ResponseURLPrefix: a.Config.SlackResponseURLPrefix,
 	}
 	a.closers = append(a.closers, a.Callbacks.Close)

@@ -20,7 +20,13 @@ import (
 	"github.com/casebook/casebook/adapters/slack/slackproj"
 	"github.com/casebook/casebook/commands"
 	"github.com/casebook/casebook/domain"
+	"github.com/casebook/casebook/queries"
 )
+
+// History reads an inquiry's timeline, tenant-scoped (*queries.Reader).
+type History interface {
+	Timeline(ctx context.Context, tenant domain.TenantID, id domain.InquiryID) ([]queries.TimelineEntry, error)
+}
 
 // Store is what the handler needs of the Slack projection's store (*slackproj.Store).
 type Store interface {
@@ -53,10 +59,12 @@ type Handler struct {
 	Principals commands.Principals
 	Commands   commands.Executor
 	// Load reads an inquiry to explain a refusal ("now resolved"); nil omits the detail.
-	Load   func(ctx context.Context, tenant domain.TenantID, id domain.InquiryID) (*domain.Inquiry, error)
-	Seen   *Seen
-	Now    func() time.Time
-	Logger *slog.Logger
+	Load func(ctx context.Context, tenant domain.TenantID, id domain.InquiryID) (*domain.Inquiry, error)
+	// History names who changed an inquiry last ("changed by Bob"); nil omits the name.
+	History History
+	Seen    *Seen
+	Now     func() time.Time
+	Logger  *slog.Logger
 	// HTTPClient posts to response_url; nil uses one with a 10 s timeout.
 	HTTPClient *http.Client
 	// ResponseURLPrefix is the only prefix a response_url may have (DefaultResponseURLPrefix).
@@ -463,19 +471,50 @@ func (h *Handler) name(ctx context.Context, tenant domain.TenantID, id domain.Pr
 	return "someone else"
 }
 
+// current explains a stale click: " by {last actor} (now {status}, owned by {owner})". The actor
+// is named only when the query model has caught up with the aggregate (else it might not be the
+// one who changed it) and is a principal of the tenant: never the requester or a system source.
 func (h *Handler) current(ctx context.Context, tenant domain.TenantID, id domain.InquiryID) string {
-	if h.Load == nil || id == "" {
+	if id == "" {
 		return ""
 	}
-	q, err := h.Load(ctx, tenant, id)
-	if err != nil || !q.Exists() {
+	var s string
+	var version uint64
+	if h.Load != nil {
+		if q, err := h.Load(ctx, tenant, id); err == nil && q.Exists() {
+			version = q.Version
+			s = " (now " + string(q.Status)
+			if q.Owner != "" {
+				s += ", owned by " + h.name(ctx, tenant, q.Owner)
+			}
+			s += ")"
+		}
+	}
+	if by := h.lastActor(ctx, tenant, id, version); by != "" {
+		s = " by " + by + s
+	}
+	return s
+}
+
+// lastActor is the display name of the principal behind the timeline's last entry, if that entry
+// is at version (when known) and its actor is a principal of tenant; else "".
+func (h *Handler) lastActor(ctx context.Context, tenant domain.TenantID, id domain.InquiryID, version uint64) string {
+	if h.History == nil {
 		return ""
 	}
-	s := " (now " + string(q.Status)
-	if q.Owner != "" {
-		s += ", owned by " + h.name(ctx, tenant, q.Owner)
+	tl, err := h.History.Timeline(ctx, tenant, id)
+	if err != nil || len(tl) == 0 {
+		return ""
 	}
-	return s + ")"
+	last := tl[len(tl)-1]
+	if (version != 0 && last.Version != version) || last.Actor == "" {
+		return ""
+	}
+	p, err := h.Principals.Principal(ctx, tenant, last.Actor)
+	if err != nil || p.TenantID != tenant {
+		return ""
+	}
+	return p.Name
 }
 
 // answer tells the user why nothing happened: in the modal (view_submission) or through

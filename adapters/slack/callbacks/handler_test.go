@@ -3,17 +3,17 @@ package callbacks_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/url"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/slack-go/slack"
-
 	"github.com/casebook/casebook/adapters/slack/callbacks"
 	"github.com/casebook/casebook/adapters/slack/fakeslack"
 	"github.com/casebook/casebook/adapters/slack/slackproj"
+	"github.com/casebook/casebook/commands"
 	"github.com/casebook/casebook/domain"
 )
 
@@ -196,33 +196,55 @@ func TestConcurrentClaimsOneWinner(t *testing.T) {
 	}
 }
 
-// TestModalSubmissions: assign, note and cancel modals (synthetic view_submission payloads; the
-// fake Slack has no views.open, so opening is checked through the OpenView hook).
-func TestModalSubmissions(t *testing.T) {
+// TestModalsOpenAndSubmit: the assign, note and cancel buttons open their modal through the fake's
+// views.open with the installation's bot token (the fake accepts no other), carrying the root's
+// channel and ts; each view_submission runs its command. A reused trigger id is refused by Slack
+// and the user is told on response_url.
+func TestModalsOpenAndSubmit(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	id, ts := b.posted(t, "k1")
-	opened := make(chan slack.ModalViewRequest, 1)
-	b.app.Callbacks.OpenView = func(_ context.Context, _ slackproj.Installation, trigger string, v slack.ModalViewRequest) error {
-		opened <- v
-		return nil
+	open := func(action string, n int) (fakeslack.View, string) {
+		t.Helper()
+		trig := b.fake.IssueTrigger()
+		if rec := b.interact(t, clickTrigger(team, "U0OLGA0001", ts, action, fmt.Sprintf("1793523600.00000%d", n), trig, b.respURL)); rec.Code != 200 || rec.Body.Len() != 0 {
+			t.Fatalf("%s click = %d %s", action, rec.Code, rec.Body)
+		}
+		ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+		defer cancel()
+		views, err := b.fake.WaitViews(ctx, n)
+		if err != nil {
+			t.Fatalf("%s: no view opened: %v", action, err)
+		}
+		v := views[n-1]
+		if v.TriggerID != trig || v.PrivateMetadata != channel+" "+ts {
+			t.Fatalf("%s view = %+v", action, v)
+		}
+		return v, trig
 	}
-	b.interact(t, click(team, "U0OLGA0001", ts, callbacks.ActionNote, "1793523600.000001", b.respURL))
-	v := <-opened
-	if v.CallbackID != callbacks.ModalNote || v.PrivateMetadata != channel+" "+ts {
-		t.Fatalf("modal = %+v", v)
+	v, _ := open(callbacks.ActionNote, 1)
+	if v.CallbackID != callbacks.ModalNote {
+		t.Fatalf("note view = %+v", v)
 	}
-	if rec := b.interact(t, submit("U0OLGA0001", ts, callbacks.ModalNote, "V1", "note", "called back")); rec.Code != 200 || rec.Body.Len() != 0 {
+	if rec := b.interact(t, submit("U0OLGA0001", ts, v.CallbackID, v.ID, "note", "called back")); rec.Code != 200 || rec.Body.Len() != 0 {
 		t.Fatalf("note = %d %s", rec.Code, rec.Body)
 	}
-	rec := b.interact(t, submit("U0OLGA0001", ts, callbacks.ModalAssign, "V2", "owner", "U0NOBODY01"))
+	v, _ = open(callbacks.ActionAssign, 2)
+	if v.CallbackID != callbacks.ModalAssign {
+		t.Fatalf("assign view = %+v", v)
+	}
+	rec := b.interact(t, submit("U0OLGA0001", ts, v.CallbackID, v.ID, "owner", "U0NOBODY01"))
 	if !strings.Contains(rec.Body.String(), `"response_action":"errors"`) || !strings.Contains(rec.Body.String(), "not linked") {
 		t.Fatalf("assign to unlinked = %s", rec.Body)
 	}
-	if rec := b.interact(t, submit("U0OLGA0001", ts, callbacks.ModalAssign, "V3", "owner", "U0BOB00001")); rec.Code != 200 || rec.Body.Len() != 0 {
+	if rec := b.interact(t, submit("U0OLGA0001", ts, v.CallbackID, v.ID+"b", "owner", "U0BOB00001")); rec.Code != 200 || rec.Body.Len() != 0 {
 		t.Fatalf("assign = %d %s", rec.Code, rec.Body)
 	}
-	rec = b.interact(t, submit("U0OLGA0001", ts, callbacks.ModalCancel, "V4", "reason", "  "))
+	v, trig := open(callbacks.ActionCancel, 3)
+	if v.CallbackID != callbacks.ModalCancel {
+		t.Fatalf("cancel view = %+v", v)
+	}
+	rec = b.interact(t, submit("U0OLGA0001", ts, v.CallbackID, v.ID, "reason", "  "))
 	var answer struct {
 		Action string            `json:"response_action"`
 		Errors map[string]string `json:"errors"`
@@ -230,12 +252,33 @@ func TestModalSubmissions(t *testing.T) {
 	if err := json.Unmarshal(rec.Body.Bytes(), &answer); err != nil || answer.Errors["reason"] == "" {
 		t.Fatalf("cancel without reason = %s", rec.Body)
 	}
-	if rec := b.interact(t, submit("U0OLGA0001", ts, callbacks.ModalCancel, "V5", "reason", "duplicate")); rec.Code != 200 || rec.Body.Len() != 0 {
+	if rec := b.interact(t, submit("U0OLGA0001", ts, v.CallbackID, v.ID+"b", "reason", "duplicate")); rec.Code != 200 || rec.Body.Len() != 0 {
 		t.Fatalf("cancel = %d %s", rec.Code, rec.Body)
 	}
 	q := b.inquiry(t, id)
 	if q.Owner != b.bob.ID || q.Status != domain.StatusCancelled {
 		t.Fatalf("owner %s status %s", q.Owner, q.Status)
+	}
+	b.project(t)
+	tl, err := b.app.Reader.Timeline(t.Context(), b.tenant, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range tl {
+		got = append(got, e.Type+string(e.Data))
+	}
+	joined := strings.Join(got, "\n")
+	if !strings.Contains(joined, `NoteAdded{"body":"called back"}`) || !strings.Contains(joined, `"reason":"duplicate"`) {
+		t.Fatalf("timeline = %s", joined)
+	}
+	// A trigger id works once: the same click again is refused by Slack, and said so.
+	b.interact(t, clickTrigger(team, "U0OLGA0001", ts, callbacks.ActionNote, "1793523600.000009", trig, b.respURL))
+	if r := b.reply(t); r != "Could not open the form; try again." {
+		t.Fatalf("reused trigger reply = %q", r)
+	}
+	if n := len(b.fake.Views()); n != 3 {
+		t.Fatalf("%d views open, want 3", n)
 	}
 }
 
@@ -274,5 +317,44 @@ func TestEventsVerificationDedupeAndUninstall(t *testing.T) {
 	}
 	if n != 1 {
 		t.Fatalf("%d SlackInstallationDisabled events, want 1", n)
+	}
+}
+
+// TestStaleClickNamesWhoChangedIt: a click on a root that another operator has since changed is
+// answered "changed by <name>" once the query model knows who (the timeline, tenant-scoped);
+// while it lags, or when the last change was the intake, no name is given, and the requester
+// never appears.
+func TestStaleClickNamesWhoChangedIt(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	id, ts := b.posted(t, "k1")
+	b.interact(t, click(team, "U0OLGA0001", ts, callbacks.ActionResolve, "1793523600.000001", b.respURL))
+	if r := b.reply(t); r != "This inquiry was changed (now new) — refresh and try again." {
+		t.Fatalf("resolve of a new inquiry = %q", r)
+	}
+	tgt := commands.Target{Tenant: b.tenant, InquiryID: id, Actor: b.bob, IdempotencyKey: "bob-claim"}
+	if _, err := b.app.Commands.Claim(t.Context(), commands.Claim{Target: tgt}); err != nil {
+		t.Fatal(err)
+	}
+	tgt.IdempotencyKey = "bob-resolve"
+	if _, err := b.app.Commands.Transition(t.Context(), commands.Transition{Target: tgt, To: domain.StatusResolved}); err != nil {
+		t.Fatal(err)
+	}
+	b.interact(t, click(team, "U0OLGA0001", ts, callbacks.ActionResolve, "1793523600.000002", b.respURL))
+	if r := b.reply(t); r != "This inquiry was changed (now resolved, owned by Bob) — refresh and try again." {
+		t.Fatalf("before the query model caught up = %q", r)
+	}
+	b.project(t)
+	b.interact(t, click(team, "U0OLGA0001", ts, callbacks.ActionResolve, "1793523600.000003", b.respURL))
+	r := b.reply(t)
+	if r != "This inquiry was changed by Bob (now resolved, owned by Bob) — refresh and try again." {
+		t.Fatalf("stale resolve = %q", r)
+	}
+	b.interact(t, click(team, "U0OLGA0001", ts, callbacks.ActionClaim, "1793523600.000004", b.respURL))
+	if r := b.reply(t); !strings.Contains(r, "changed by Bob") {
+		t.Fatalf("stale claim = %q", r)
+	}
+	if strings.Contains(r, "Ada") || strings.Contains(r, "example.com") {
+		t.Fatalf("requester data in %q", r)
 	}
 }

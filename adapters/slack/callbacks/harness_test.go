@@ -175,10 +175,15 @@ func (b *bundle) project(t *testing.T) {
 
 // click is a block_actions payload from a user of a workspace on a root message.
 func click(teamID, user, ts, action, actionTS, responseURL string) string {
+	return clickTrigger(teamID, user, ts, action, actionTS, "trig."+actionTS, responseURL)
+}
+
+// clickTrigger is click with the trigger id Slack issued for it.
+func clickTrigger(teamID, user, ts, action, actionTS, trigger, responseURL string) string {
 	return fmt.Sprintf(`{"type":"block_actions","team":{"id":%q},"api_app_id":%q,"user":{"id":%q},"channel":{"id":%q},
-		"container":{"type":"message","channel_id":%q,"message_ts":%q},"message":{"ts":%q},"trigger_id":"trig.%s",
+		"container":{"type":"message","channel_id":%q,"message_ts":%q},"message":{"ts":%q},"trigger_id":%q,
 		"response_url":%q,"actions":[{"action_id":%q,"block_id":"casebook_actions","value":"CB-IGNORED","action_ts":%q}]}`,
-		teamID, appID, user, channel, channel, ts, ts, actionTS, responseURL, action, actionTS)
+		teamID, appID, user, channel, channel, ts, ts, trigger, responseURL, action, actionTS)
 }
 
 // submit is a view_submission payload of a modal opened on a root message.

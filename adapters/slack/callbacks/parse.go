@@ -9,16 +9,16 @@ import (
 	"github.com/casebook/casebook/adapters/slack/slackproj"
 )
 
-// Action ids handled. Claim and resolve are on every open root message (slackproj.RenderRoot);
-// the others are for buttons and selects a later render may add, and for the modals.
+// Action ids handled: the root message's elements (slackproj.RenderRoot renders those that fit the
+// inquiry's state). Assign, note and cancel open a modal.
 const (
 	ActionClaim    = slackproj.ActionClaim
 	ActionResolve  = slackproj.ActionResolve
-	ActionAssignMe = "casebook_assign_me"
-	ActionStatus   = "casebook_status" // a select whose selected option's value is the status
-	ActionAssign   = "casebook_assign" // opens ModalAssign
-	ActionNote     = "casebook_note"   // opens ModalNote
-	ActionCancel   = "casebook_cancel" // opens ModalCancel
+	ActionAssignMe = slackproj.ActionAssignMe
+	ActionStatus   = slackproj.ActionStatus // the selected option's value is the status
+	ActionAssign   = slackproj.ActionAssign // opens ModalAssign
+	ActionNote     = slackproj.ActionNote   // opens ModalNote
+	ActionCancel   = slackproj.ActionCancel // opens ModalCancel
 )
 
 // Modal callback ids and their input action ids. A modal's private_metadata is

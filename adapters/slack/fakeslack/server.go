@@ -84,6 +84,9 @@ type Server struct {
 	hung        int
 	hungChanged chan struct{}
 	oauth       oauthState
+	triggers    map[string]*trigger
+	views       []View
+	viewOpened  chan struct{} // closed when a view opens
 
 	done      chan struct{}
 	closeOnce sync.Once
@@ -299,6 +302,8 @@ func lookupMethod(name string) (methodSpec, bool) {
 		return methodSpec{scope: ScopeChatWrite, fn: (*Server).chatUpdate}, true
 	case "chat.delete":
 		return methodSpec{scope: ScopeChatWrite, fn: (*Server).chatDelete}, true
+	case "views.open":
+		return methodSpec{fn: (*Server).viewsOpen}, true
 	case "conversations.history":
 		return methodSpec{scope: ScopeChannelsHistory, fn: (*Server).conversationsHistory}, true
 	case "slackLists.create":

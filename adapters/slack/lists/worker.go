@@ -12,6 +12,7 @@ import (
 
 	"github.com/casebook/casebook/adapters/slack/slackproj"
 	"github.com/casebook/casebook/domain"
+	"github.com/casebook/casebook/eventstore"
 )
 
 // Failure classes recorded in sync health.
@@ -50,6 +51,9 @@ type Worker struct {
 	// AttemptStale is how old a recorded create attempt must be before another job reconciles it:
 	// longer than any in-flight call (default 1 min).
 	AttemptStale time.Duration
+	// InFlightRecheck is how soon a job that found another job's create in flight looks again: by
+	// then the other has usually recorded its result (default 2 s; reconciling waits AttemptStale).
+	InFlightRecheck time.Duration
 
 	beforeCreate func()       // test hook: a create about to be sent
 	afterCreate  func() error // test hook: a crash between the create and its record
@@ -66,6 +70,9 @@ func (w *Worker) defaults() {
 		}
 		if w.AttemptStale == 0 {
 			w.AttemptStale = time.Minute
+		}
+		if w.InFlightRecheck == 0 {
+			w.InFlightRecheck = min(2*time.Second, w.AttemptStale)
 		}
 	})
 }
@@ -179,7 +186,7 @@ func (w *Worker) create(ctx context.Context, api *slack.Client, c Config, q *dom
 		return err
 	}
 	if !fresh && !reconcile {
-		return river.JobSnooze(w.AttemptStale) // another job's create is in flight
+		return river.JobSnooze(w.InFlightRecheck) // another job's create is in flight
 	}
 	marker := w.marker(c, q)
 	markerCol := c.Schema.Columns[ColMarker].ID
@@ -227,7 +234,7 @@ func (w *Worker) create(ctx context.Context, api *slack.Client, c Config, q *dom
 	if adopted {
 		typ, payload = "ListRowAdopted", ListRowAdopted{List: c.List, RowID: row}
 	}
-	res, err := w.Store.appendEvent(ctx, slackproj.ThreadStream(c.Tenant, q.ID), expectAfter(st.Revision), c.Tenant, "lists:"+key, typ, payload)
+	res, err := w.appendPast(ctx, c, q, st, "lists:"+key, typ, payload)
 	if isConflict(err) {
 		return river.JobSnooze(0)
 	}
@@ -253,17 +260,26 @@ func (w *Worker) update(ctx context.Context, api *slack.Client, c Config, q *dom
 	if err != nil {
 		return err
 	}
-	_, err = w.Store.appendEvent(ctx, slackproj.ThreadStream(c.Tenant, q.ID), expectAfter(st.Revision), c.Tenant,
-		fmt.Sprintf("lists:update/%s/%s/%s/%d", c.List, q.ID, r.RowID, q.Version), "ListRowUpdated", ListRowUpdated{List: c.List, RowID: r.RowID, Version: q.Version})
+	_, err = w.appendPast(ctx, c, q, st, fmt.Sprintf("lists:update/%s/%s/%s/%d", c.List, q.ID, r.RowID, q.Version),
+		"ListRowUpdated", ListRowUpdated{List: c.List, RowID: r.RowID, Version: q.Version})
 	if isConflict(err) {
 		return river.JobSnooze(0)
 	}
 	return err
 }
 
+// appendPast records a List event on the inquiry's slackproj stream after st, past any thread events
+// appended meanwhile (see slackproj.AppendPast).
+func (w *Worker) appendPast(ctx context.Context, c Config, q *domain.Inquiry, st streamState, cmdID, typ string, payload any) (eventstore.AppendResult, error) {
+	stream := slackproj.ThreadStream(c.Tenant, q.ID)
+	return slackproj.AppendPast(ctx, w.Store.Events, stream, st.Revision, slackproj.IsListEvent, func(exp eventstore.ExpectedRevision) (eventstore.AppendResult, error) {
+		return w.Store.appendEvent(ctx, stream, exp, c.Tenant, cmdID, typ, payload)
+	})
+}
+
 func (w *Worker) recordRemoved(ctx context.Context, c Config, q *domain.Inquiry, st streamState, r *rowState, reason string) error {
-	_, err := w.Store.appendEvent(ctx, slackproj.ThreadStream(c.Tenant, q.ID), expectAfter(st.Revision), c.Tenant,
-		fmt.Sprintf("lists:remove/%s/%s/%s", c.List, q.ID, r.RowID), "ListRowRemoved", ListRowRemoved{List: c.List, RowID: r.RowID, Reason: reason})
+	_, err := w.appendPast(ctx, c, q, st, fmt.Sprintf("lists:remove/%s/%s/%s", c.List, q.ID, r.RowID),
+		"ListRowRemoved", ListRowRemoved{List: c.List, RowID: r.RowID, Reason: reason})
 	if isConflict(err) {
 		return river.JobSnooze(0)
 	}

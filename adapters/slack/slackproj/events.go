@@ -133,5 +133,36 @@ func expectAfter(rev int64) eventstore.ExpectedRevision {
 	return eventstore.Exact(uint64(rev))
 }
 
+// AppendPast appends to an inquiry's slackproj stream after revision rev. Thread effects and List
+// rows share the stream but never decide on each other's events, so when the append loses the race
+// only to events of the other family it appends again after them; an event of its own family
+// (own reports which) means its decision may be stale, and the error (matching
+// domain.ErrConcurrency) is returned.
+func AppendPast(ctx context.Context, store eventstore.Store, stream string, rev int64, own func(typ string) bool,
+	appendAt func(eventstore.ExpectedRevision) (eventstore.AppendResult, error)) (eventstore.AppendResult, error) {
+	for {
+		res, err := appendAt(expectAfter(rev))
+		if !isConflict(err) {
+			return res, err
+		}
+		evs, rerr := store.ReadStream(ctx, stream, uint64(rev+1), 0)
+		if rerr != nil {
+			return res, rerr
+		}
+		if len(evs) == 0 {
+			return res, err
+		}
+		for _, e := range evs {
+			if own(e.Type) {
+				return res, err
+			}
+		}
+		rev = int64(evs[len(evs)-1].Revision)
+	}
+}
+
+// isThreadEvent is the thread family of a slackproj stream.
+func isThreadEvent(typ string) bool { return !IsListEvent(typ) }
+
 // isConflict reports a lost race on a stream's expected revision.
 func isConflict(err error) bool { return errors.Is(err, domain.ErrConcurrency) }

@@ -10,11 +10,17 @@ import (
 	"github.com/casebook/casebook/domain"
 )
 
-// Action ids of the root message's buttons. Their value is the receipt, an opaque reference; the
-// callback (a later issue) resolves the inquiry from the stored thread mapping, never from it.
+// Action ids of the root message's elements, handled by adapters/slack/callbacks. A button's value
+// is the receipt, an opaque reference the callback never uses to find the inquiry (it uses the
+// stored thread mapping); the status select's option values are status names.
 const (
-	ActionClaim   = "casebook_claim"
-	ActionResolve = "casebook_resolve"
+	ActionClaim    = "casebook_claim"
+	ActionResolve  = "casebook_resolve"
+	ActionAssignMe = "casebook_assign_me"
+	ActionStatus   = "casebook_status" // select: the selected option's value is the next status
+	ActionAssign   = "casebook_assign" // opens the assign modal
+	ActionNote     = "casebook_note"   // opens the note modal
+	ActionCancel   = "casebook_cancel" // opens the cancel modal
 )
 
 // maxTextRunes bounds a free-text field in a section (Slack allows 3000 characters).
@@ -99,12 +105,51 @@ func RenderRoot(q *domain.Inquiry, clearance domain.Classification, link string)
 	blocks := []slack.Block{
 		slack.NewSectionBlock(slack.NewTextBlockObject(slack.MarkdownType, "*"+escape(title)+"*\n"+strings.Join(lines, "\n"), false, false), nil, nil),
 	}
-	if !q.Status.Terminal() {
-		claim := slack.NewButtonBlockElement(ActionClaim, q.Receipt, slack.NewTextBlockObject(slack.PlainTextType, "Claim", false, false))
-		resolve := slack.NewButtonBlockElement(ActionResolve, q.Receipt, slack.NewTextBlockObject(slack.PlainTextType, "Resolve", false, false))
-		blocks = append(blocks, slack.NewActionBlock("casebook_actions", claim, resolve))
+	if els := actions(q, clearance); len(els) > 0 {
+		blocks = append(blocks, slack.NewActionBlock("casebook_actions", els...))
 	}
 	return Rendered{Text: fmt.Sprintf("%s (%s)", title, statusFor(q, clearance)), Blocks: blocks}
+}
+
+// actions are the root message's elements for the inquiry's current state. They reveal no more
+// than the message does: where the exact status (or owner) is not cleared, they depend only on
+// open/closed (and not on the owner).
+func actions(q *domain.Inquiry, clearance domain.Classification) []slack.BlockElement {
+	txt := func(s string) *slack.TextBlockObject {
+		return slack.NewTextBlockObject(slack.PlainTextType, s, false, false)
+	}
+	button := func(id, label string) *slack.ButtonBlockElement {
+		return slack.NewButtonBlockElement(id, q.Receipt, txt(label))
+	}
+	exact := domain.Cleared("status", clearance)
+	var els []slack.BlockElement
+	open := !q.Status.Terminal()
+	if open && (q.Owner == "" || !domain.Cleared("owner", clearance)) {
+		els = append(els, button(ActionClaim, "Claim").WithStyle(slack.StylePrimary))
+	}
+	if open {
+		els = append(els, button(ActionAssignMe, "Assign to me"))
+	}
+	if can, _ := domain.CanTransition(q.Status, domain.StatusResolved); can || (open && !exact) {
+		els = append(els, button(ActionResolve, "Resolve"))
+	}
+	if exact {
+		var opts []*slack.OptionBlockObject
+		for _, to := range domain.Statuses {
+			// resolved has its button, a reason needs the cancel modal (the select carries none)
+			if can, needsReason := domain.CanTransition(q.Status, to); can && !needsReason && to != domain.StatusResolved {
+				opts = append(opts, slack.NewOptionBlockObject(string(to), txt(strings.ReplaceAll(string(to), "_", " ")), nil))
+			}
+		}
+		if len(opts) > 0 {
+			els = append(els, slack.NewOptionsSelectBlockElement(slack.OptTypeStatic, txt("Move to…"), ActionStatus, opts...))
+		}
+	}
+	els = append(els, button(ActionNote, "Add note"))
+	if open {
+		els = append(els, button(ActionAssign, "Assign…"), button(ActionCancel, "Cancel…").WithStyle(slack.StyleDanger))
+	}
+	return els
 }
 
 // statusFor is the status a destination may see: exact when cleared, else open/closed.

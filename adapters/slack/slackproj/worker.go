@@ -59,6 +59,9 @@ type Worker struct {
 	// AttemptStale is how old a recorded attempt must be before another job reconciles it: longer
 	// than any in-flight call (default 1 min; the HTTP client times out after 10 s).
 	AttemptStale time.Duration
+	// InFlightRecheck is how soon a job that found another job's post in flight looks again: by
+	// then the other has usually recorded its result (default 2 s; reconciling waits AttemptStale).
+	InFlightRecheck time.Duration
 
 	afterPost func() error // test hook: a crash between the post and its record
 	once      sync.Once
@@ -75,6 +78,9 @@ func (w *Worker) setDefaults() {
 	}
 	if w.AttemptStale == 0 {
 		w.AttemptStale = time.Minute
+	}
+	if w.InFlightRecheck == 0 {
+		w.InFlightRecheck = min(2*time.Second, w.AttemptStale)
 	}
 }
 
@@ -147,7 +153,7 @@ func (w *Worker) postRoot(ctx context.Context, api *slack.Client, dest Destinati
 		return err
 	}
 	if !fresh && !reconcile {
-		return river.JobSnooze(w.AttemptStale) // another job's post is in flight
+		return river.JobSnooze(w.InFlightRecheck) // another job's post is in flight
 	}
 	ts, adopted := "", false
 	if reconcile {
@@ -171,8 +177,11 @@ func (w *Worker) postRoot(ctx context.Context, api *slack.Client, dest Destinati
 			return err
 		}
 	}
-	_, err = appendEvent(ctx, w.Events, ThreadStream(q.TenantID, q.ID), expectAfter(th.Revision), q.TenantID, "slack:"+key, w.Store.Now(),
-		"SlackThreadPosted", SlackThreadPosted{Installation: dest.Installation.Key, Channel: dest.Channel, TS: ts, Version: q.Version, Adopted: adopted})
+	stream := ThreadStream(q.TenantID, q.ID)
+	_, err = AppendPast(ctx, w.Events, stream, th.Revision, isThreadEvent, func(exp eventstore.ExpectedRevision) (eventstore.AppendResult, error) {
+		return appendEvent(ctx, w.Events, stream, exp, q.TenantID, "slack:"+key, w.Store.Now(),
+			"SlackThreadPosted", SlackThreadPosted{Installation: dest.Installation.Key, Channel: dest.Channel, TS: ts, Version: q.Version, Adopted: adopted})
+	})
 	if isConflict(err) {
 		return river.JobSnooze(0) // the stream moved: look again
 	}
@@ -208,8 +217,11 @@ func (w *Worker) sync(ctx context.Context, api *slack.Client, dest Destination, 
 			return err
 		}
 	}
-	_, err = appendEvent(ctx, w.Events, ThreadStream(q.TenantID, q.ID), expectAfter(th.Revision), q.TenantID, "slack:"+key, w.Store.Now(),
-		"SlackThreadSynced", SlackThreadSynced{Version: q.Version})
+	stream := ThreadStream(q.TenantID, q.ID)
+	_, err = AppendPast(ctx, w.Events, stream, th.Revision, isThreadEvent, func(exp eventstore.ExpectedRevision) (eventstore.AppendResult, error) {
+		return appendEvent(ctx, w.Events, stream, exp, q.TenantID, "slack:"+key, w.Store.Now(),
+			"SlackThreadSynced", SlackThreadSynced{Version: q.Version})
+	})
 	if isConflict(err) {
 		return river.JobSnooze(0)
 	}

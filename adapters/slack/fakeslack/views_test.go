@@ -1,0 +1,42 @@
+package fakeslack_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/slack-go/slack"
+
+	"github.com/casebook/casebook/adapters/slack/fakeslack"
+)
+
+// TestViewsOpenOncePerTrigger: a view opens with an issued trigger id, once, within the TTL;
+// an unknown id is invalid_trigger_id, a reused or old one expired_trigger_id.
+func TestViewsOpenOncePerTrigger(t *testing.T) {
+	t.Parallel()
+	b := setup(t, fakeslack.Options{})
+	modal := slack.ModalViewRequest{Type: slack.VTModal, CallbackID: "cb_modal", PrivateMetadata: "C1 1.2",
+		Title: slack.NewTextBlockObject(slack.PlainTextType, "Title", false, false)}
+	trig := b.srv.IssueTrigger()
+	res, err := b.api.OpenViewContext(t.Context(), trig, modal)
+	if err != nil || res.ID == "" || res.CallbackID != "cb_modal" {
+		t.Fatalf("open = %+v, %v", res, err)
+	}
+	if _, err := b.api.OpenViewContext(t.Context(), trig, modal); slackCode(err) != fakeslack.CodeExpiredTriggerID {
+		t.Fatalf("reused trigger = %v", err)
+	}
+	if _, err := b.api.OpenViewContext(t.Context(), "123.456.never-issued", modal); slackCode(err) != fakeslack.CodeInvalidTriggerID {
+		t.Fatalf("unknown trigger = %v", err)
+	}
+	old := b.srv.IssueTrigger()
+	b.clock.Advance(fakeslack.TriggerTTL + time.Second)
+	if _, err := b.api.OpenViewContext(t.Context(), old, modal); slackCode(err) != fakeslack.CodeExpiredTriggerID {
+		t.Fatalf("old trigger = %v", err)
+	}
+	views := b.srv.Views()
+	if len(views) != 1 || views[0].TriggerID != trig || views[0].CallbackID != "cb_modal" || views[0].PrivateMetadata != "C1 1.2" || views[0].Title != "Title" {
+		t.Fatalf("views = %+v", views)
+	}
+	if n := b.srv.CallCount("views.open"); n != 4 {
+		t.Fatalf("%d views.open calls", n)
+	}
+}
