@@ -146,10 +146,3 @@ func decodeRowEvent(typ string, data []byte) (rowEvent, error) {
 	}
 	return ev, errors.New("lists: unknown event type " + typ)
 }
-
-func expectAfter(rev int64) eventstore.ExpectedRevision {
-	if rev < 0 {
-		return eventstore.NoStream()
-	}
-	return eventstore.Exact(uint64(rev))
-}
