@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 
 	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" driver
 	_ "modernc.org/sqlite"             // registers the pure-Go "sqlite" driver
@@ -38,7 +39,14 @@ func (d Dialect) String() string {
 type DB struct {
 	*sql.DB
 	Dialect Dialect
+	// writers admits one InTx at a time per SQLite file, across the handles on it: SQLite has one
+	// writer, and queueing here wakes the next writer at once instead of after its busy handler's
+	// sleep. Nil for Postgres.
+	writers chan struct{}
 }
+
+// sqliteWriters holds the writer gate of each SQLite file opened by this process.
+var sqliteWriters sync.Map // absolute path → chan struct{}
 
 // Rebind rewrites ? placeholders for the dialect. Queries must not contain literal question marks.
 func (db *DB) Rebind(q string) string {
@@ -70,12 +78,12 @@ func OpenSQLite(path string) (*DB, error) { return openSQLite(path, "FULL") }
 // commit on the file makes these durable too, since the WAL is written in order.
 func OpenSQLiteReplayable(path string) (*DB, error) { return openSQLite(path, "NORMAL") }
 
-func openSQLite(path, sync string) (*DB, error) {
+func openSQLite(path, syncMode string) (*DB, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("sqlite: create data directory: %w", err)
 	}
 	dsn := "file:" + path + "?_pragma=busy_timeout(30000)&_pragma=journal_mode(WAL)" +
-		"&_pragma=synchronous(" + sync + ")&_pragma=foreign_keys(1)&_txlock=immediate"
+		"&_pragma=synchronous(" + syncMode + ")&_pragma=foreign_keys(1)&_txlock=immediate"
 	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
@@ -86,7 +94,12 @@ func openSQLite(path, sync string) (*DB, error) {
 		_ = db.Close()
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
-	return &DB{DB: db, Dialect: SQLite}, nil
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		abs = path
+	}
+	gate, _ := sqliteWriters.LoadOrStore(abs, make(chan struct{}, 1))
+	return &DB{DB: db, Dialect: SQLite, writers: gate.(chan struct{})}, nil
 }
 
 // Migration is one versioned schema step. SQL holds statements separated by ";\n"; Postgres is used
@@ -159,8 +172,17 @@ func isUniqueViolation(err error) bool {
 	return errors.As(err, &coded) && (coded.SQLState() == "23505" || coded.SQLState() == "42P07")
 }
 
-// InTx runs fn in a transaction and commits it when fn returns nil.
+// InTx runs fn in a transaction and commits it when fn returns nil. On SQLite, transactions of this
+// process on the same file run one at a time; fn must not start another InTx on that file.
 func InTx(ctx context.Context, db *DB, fn func(*sql.Tx) error) error {
+	if db.writers != nil {
+		select {
+		case db.writers <- struct{}{}:
+			defer func() { <-db.writers }()
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return err
