@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -120,4 +121,25 @@ func (c projectionCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descRebuild, prometheus.GaugeValue, b(s.State == projections.StateRebuildRequired), s.Name)
 		ch <- prometheus.MustNewConstMetric(descFailing, prometheus.GaugeValue, b(s.LastError != ""), s.Name)
 	}
+}
+
+// CatchUp runs every subscriber until it has applied the log as of the call, then stops them: for
+// one-shot tools and tests (a server runs them continuously).
+func (a *App) CatchUp(ctx context.Context) error {
+	head, err := a.Store.Head(ctx)
+	if err != nil {
+		return err
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	defer func() { stop(); wg.Wait() }()
+	for _, r := range a.Runners {
+		wg.Go(func() { _ = r.Run(runCtx) })
+	}
+	for _, r := range a.Runners {
+		if err := r.WaitFor(ctx, head); err != nil {
+			return fmt.Errorf("projection %s did not catch up: %w", r.Projection.Name(), err)
+		}
+	}
+	return nil
 }

@@ -153,24 +153,9 @@ func (b *bundle) project(t *testing.T) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
-	head, err := b.app.Store.Head(ctx)
-	if err != nil {
+	if err := b.app.CatchUp(ctx); err != nil {
 		t.Fatal(err)
 	}
-	runCtx, stop := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	for _, r := range b.app.Runners {
-		wg.Go(func() { _ = r.Run(runCtx) })
-	}
-	for _, r := range b.app.Runners {
-		if err := r.WaitFor(ctx, head); err != nil {
-			stop()
-			wg.Wait()
-			t.Fatalf("projection %s: %v", r.Projection.Name(), err)
-		}
-	}
-	stop()
-	wg.Wait()
 }
 
 // click is a block_actions payload from a user of a workspace on a root message.

@@ -140,24 +140,9 @@ func (b *bundle) project(t *testing.T) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
-	head, err := b.app.Store.Head(ctx)
-	if err != nil {
+	if err := b.app.CatchUp(ctx); err != nil {
 		t.Fatal(err)
 	}
-	runCtx, stop := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	for _, r := range b.app.Runners {
-		wg.Go(func() { _ = r.Run(runCtx) })
-	}
-	for _, r := range b.app.Runners {
-		if err := r.WaitFor(ctx, head); err != nil {
-			stop()
-			wg.Wait()
-			t.Fatalf("projection %s did not catch up: %v", r.Projection.Name(), err)
-		}
-	}
-	stop()
-	wg.Wait()
 }
 
 func (b *bundle) jobs(t *testing.T, kind string) []*rivertype.JobRow {
