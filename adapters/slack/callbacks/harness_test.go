@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -22,6 +21,7 @@ import (
 	"github.com/casebook/casebook/commands"
 	"github.com/casebook/casebook/domain"
 	"github.com/casebook/casebook/internal/app"
+	"github.com/casebook/casebook/internal/apptest"
 )
 
 const (
@@ -31,12 +31,7 @@ const (
 	team    = "T0FAKETEAM1"
 )
 
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+type clock = apptest.Clock
 
 // bundle is one app on SQLite with an installed fake Slack, two linked operators and a
 // response_url server whose ephemeral answers arrive on replies.
@@ -56,7 +51,7 @@ type bundle struct {
 func setup(t *testing.T) *bundle {
 	t.Helper()
 	ctx := t.Context()
-	c := &clock{t: time.Date(2026, 11, 1, 9, 0, 0, 0, time.UTC)}
+	c := apptest.NewClock(time.Date(2026, 11, 1, 9, 0, 0, 0, time.UTC))
 	a, err := app.Open(ctx, app.Config{DataDir: filepath.Join(t.TempDir(), "data"), Now: c.Now})
 	if err != nil {
 		t.Fatal(err)

@@ -69,7 +69,7 @@ func TestActivationFailsAtEachStepAndCleansUp(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.step+"/"+tc.fault.String(), func(t *testing.T) {
 			t.Parallel()
-			b := setup(t, backends[0].cfg(t))
+			b := setup(t, backends[0].Config(t))
 			b.fake.FailNext(tc.method, tc.fault)
 			_, err := b.app.Lists.Store.Activate(t.Context(), lists.ActivateRequest{Tenant: b.tenant, List: b.list.ID, Clearance: "internal"})
 			var pe *lists.ProbeError
@@ -90,7 +90,7 @@ func TestActivationFailsAtEachStepAndCleansUp(t *testing.T) {
 	}
 	t.Run("schema", func(t *testing.T) {
 		t.Parallel()
-		b := setup(t, backends[0].cfg(t))
+		b := setup(t, backends[0].Config(t))
 		li, err := b.fake.CreateList("No marker", fakeslack.Column{Key: lists.ColReceipt, Type: "text"})
 		if err != nil {
 			t.Fatal(err)

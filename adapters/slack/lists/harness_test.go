@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
-	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,23 +13,12 @@ import (
 	"github.com/casebook/casebook/adapters/slack/fakeslack"
 	"github.com/casebook/casebook/adapters/slack/lists"
 	"github.com/casebook/casebook/adapters/slack/slackproj"
-	"github.com/casebook/casebook/commands"
 	"github.com/casebook/casebook/domain"
 	"github.com/casebook/casebook/internal/app"
-	"github.com/casebook/casebook/internal/pgtest"
+	"github.com/casebook/casebook/internal/apptest"
 )
 
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
+type clock = apptest.Clock
 
 type bundle struct {
 	app    *app.App
@@ -43,20 +30,14 @@ type bundle struct {
 	worked map[int64]bool
 }
 
-var backends = []struct {
-	name string
-	cfg  func(t *testing.T) app.Config
-}{
-	{"sqlite", func(t *testing.T) app.Config { return app.Config{DataDir: filepath.Join(t.TempDir(), "data")} }},
-	{"postgres", func(t *testing.T) app.Config { return app.Config{DatabaseURL: pgtest.URL(t)} }},
-}
+var backends = apptest.Backends
 
 func eachBackend(t *testing.T, fn func(t *testing.T, b *bundle)) {
 	t.Helper()
 	for _, be := range backends {
-		t.Run(be.name, func(t *testing.T) {
+		t.Run(be.Name, func(t *testing.T) {
 			t.Parallel()
-			fn(t, setup(t, be.cfg(t)))
+			fn(t, setup(t, be.Config(t)))
 		})
 	}
 }
@@ -80,7 +61,7 @@ func boardColumns() []fakeslack.Column {
 func setup(t *testing.T, cfg app.Config) *bundle {
 	t.Helper()
 	ctx := t.Context()
-	c := &clock{t: time.Date(2026, 11, 1, 9, 0, 0, 0, time.UTC)}
+	c := apptest.NewClock(time.Date(2026, 11, 1, 9, 0, 0, 0, time.UTC))
 	cfg.Now, cfg.Logger = c.Now, slog.New(slog.DiscardHandler)
 	a, err := app.Open(ctx, cfg)
 	if err != nil {
@@ -118,22 +99,12 @@ func (b *bundle) activate(t *testing.T) lists.Config {
 
 func (b *bundle) intake(t *testing.T, key string) domain.InquiryID {
 	t.Helper()
-	res, err := b.app.Commands.Intake(t.Context(), commands.Intake{Tenant: b.tenant, Source: domain.SourcePublicForm, IdempotencyKey: key,
-		Requester: domain.Requester{Name: "Ada Lovelace", Email: "ada@example.com"}, Subject: "Invoice twice",
-		Message: "Invoice 42 charges me twice.", Category: "billing"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return res.InquiryID
+	return apptest.Intake(t, b.app, b.tenant, key)
 }
 
 func (b *bundle) transition(t *testing.T, id domain.InquiryID, to domain.Status, priority domain.Priority) {
 	t.Helper()
-	_, err := b.app.Commands.Transition(t.Context(), commands.Transition{Target: commands.Target{Tenant: b.tenant, InquiryID: id, Actor: b.op},
-		To: to, Priority: priority, Reason: "because"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	apptest.Transition(t, b.app, b.op, id, to, priority)
 }
 
 func (b *bundle) project(t *testing.T) {

@@ -142,9 +142,9 @@ func TestQuarantineBadMessage(t *testing.T) {
 func TestNoPersonalFieldInPublicChannel(t *testing.T) {
 	t.Parallel()
 	for _, be := range backends {
-		t.Run(be.name, func(t *testing.T) {
+		t.Run(be.Name, func(t *testing.T) {
 			t.Parallel()
-			b := setup(t, be.cfg(t), "public")
+			b := setup(t, be.Config(t), "public")
 			id := b.intake(t, "k1")
 			b.project(t)
 			noErrors(t, b.work(t))

@@ -2,8 +2,6 @@ package slackproj_test
 
 import (
 	"context"
-	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
@@ -12,26 +10,15 @@ import (
 
 	"github.com/casebook/casebook/adapters/slack/fakeslack"
 	"github.com/casebook/casebook/adapters/slack/slackproj"
-	"github.com/casebook/casebook/commands"
 	"github.com/casebook/casebook/domain"
 	"github.com/casebook/casebook/internal/app"
-	"github.com/casebook/casebook/internal/pgtest"
+	"github.com/casebook/casebook/internal/apptest"
 )
 
 const channel = "C0OPS000001"
 
 // clock is the app's injected time, advanced by hand.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
+type clock = apptest.Clock
 
 type bundle struct {
 	app    *app.App
@@ -43,21 +30,14 @@ type bundle struct {
 	worked map[int64]bool
 }
 
-// backends opens the app on a fresh SQLite file and, when TEST_DATABASE_URL is set, on Postgres.
-var backends = []struct {
-	name string
-	cfg  func(t *testing.T) app.Config
-}{
-	{"sqlite", func(t *testing.T) app.Config { return app.Config{DataDir: filepath.Join(t.TempDir(), "data")} }},
-	{"postgres", func(t *testing.T) app.Config { return app.Config{DatabaseURL: pgtest.URL(t)} }},
-}
+var backends = apptest.Backends
 
 func eachBackend(t *testing.T, fn func(t *testing.T, b *bundle)) {
 	t.Helper()
 	for _, be := range backends {
-		t.Run(be.name, func(t *testing.T) {
+		t.Run(be.Name, func(t *testing.T) {
 			t.Parallel()
-			fn(t, setup(t, be.cfg(t), "personal"))
+			fn(t, setup(t, be.Config(t), "personal"))
 		})
 	}
 }
@@ -65,7 +45,7 @@ func eachBackend(t *testing.T, fn func(t *testing.T, b *bundle)) {
 func setup(t *testing.T, cfg app.Config, clearance string) *bundle {
 	t.Helper()
 	ctx := t.Context()
-	c := &clock{t: time.Date(2026, 11, 1, 9, 0, 0, 0, time.UTC)}
+	c := apptest.NewClock(time.Date(2026, 11, 1, 9, 0, 0, 0, time.UTC))
 	cfg.Now, cfg.PublicURL = c.Now, "https://casebook.example"
 	cfg.SlackPollInterval = 20 * time.Millisecond
 	a, err := app.Open(ctx, cfg)
@@ -102,22 +82,12 @@ func (b *bundle) install(t *testing.T, clearance string) {
 
 func (b *bundle) intake(t *testing.T, key string) domain.InquiryID {
 	t.Helper()
-	res, err := b.app.Commands.Intake(t.Context(), commands.Intake{Tenant: b.tenant, Source: domain.SourcePublicForm, IdempotencyKey: key,
-		Requester: domain.Requester{Name: "Ada Lovelace", Email: "ada@example.com"}, Subject: "Invoice twice",
-		Message: "Invoice 42 charges me twice.", Category: "billing"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return res.InquiryID
+	return apptest.Intake(t, b.app, b.tenant, key)
 }
 
 func (b *bundle) transition(t *testing.T, id domain.InquiryID, to domain.Status, priority domain.Priority) {
 	t.Helper()
-	_, err := b.app.Commands.Transition(t.Context(), commands.Transition{Target: commands.Target{Tenant: b.tenant, InquiryID: id, Actor: b.op},
-		To: to, Priority: priority, Reason: "because"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	apptest.Transition(t, b.app, b.op, id, to, priority)
 }
 
 // project runs every subscriber until it has applied the whole log.

@@ -36,9 +36,9 @@ func call(t *testing.T, srv *httptest.Server, method, path, token, body string) 
 func TestSlackOutageNeverFailsIntake(t *testing.T) {
 	t.Parallel()
 	for _, be := range backends {
-		t.Run(be.name, func(t *testing.T) {
+		t.Run(be.Name, func(t *testing.T) {
 			t.Parallel()
-			b := setup(t, be.cfg(t), "internal")
+			b := setup(t, be.Config(t), "internal")
 			ctx := t.Context()
 			_, _, adminToken, err := b.app.Tenancy.CreateTenant(ctx, "other")
 			if err != nil {

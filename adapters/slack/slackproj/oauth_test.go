@@ -49,9 +49,9 @@ func stateOf(t *testing.T, authorize string) string {
 func TestOAuthInstallBindsStateToTenant(t *testing.T) {
 	t.Parallel()
 	for _, be := range backends {
-		t.Run(be.name, func(t *testing.T) {
+		t.Run(be.Name, func(t *testing.T) {
 			t.Parallel()
-			oauthFlow(t, setup(t, be.cfg(t), "")) // no installation yet
+			oauthFlow(t, setup(t, be.Config(t), "")) // no installation yet
 		})
 	}
 }
@@ -143,7 +143,7 @@ func encodeB64(s string) string { return base64.RawURLEncoding.EncodeToString([]
 // tenant, and refuses a forged state with the same answer as any other failure.
 func TestOAuthRoutes(t *testing.T) {
 	t.Parallel()
-	b := setup(t, backends[0].cfg(t), "")
+	b := setup(t, backends[0].Config(t), "")
 	newOAuth(t, b)
 	o := b.app.SlackOAuth
 	o.Config = slackproj.OAuthConfig{ClientID: "cid", ClientSecret: "csecret", SigningSecret: "app-signing", RedirectURL: redirect,

@@ -1,0 +1,69 @@
+// Package apptest holds what tests of the wired application share: a settable clock, the storage
+// backends to run against, and fixtures that act through the command layer.
+package apptest
+
+import (
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/casebook/casebook/commands"
+	"github.com/casebook/casebook/domain"
+	"github.com/casebook/casebook/internal/app"
+	"github.com/casebook/casebook/internal/pgtest"
+)
+
+// Clock is a settable clock for app.Config.Now.
+type Clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+// NewClock returns a clock standing at t.
+func NewClock(t time.Time) *Clock { return &Clock{t: t} }
+
+// Now returns the clock's time.
+func (c *Clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+
+// Advance moves the clock forward by d.
+func (c *Clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+// Backend opens the application on one storage mode.
+type Backend struct {
+	Name   string
+	Config func(t *testing.T) app.Config
+}
+
+// Backends are a fresh embedded SQLite file and, when TEST_DATABASE_URL is set, a fresh Postgres
+// schema (skipped, saying so, otherwise).
+var Backends = []Backend{
+	{"sqlite", func(t *testing.T) app.Config { return app.Config{DataDir: filepath.Join(t.TempDir(), "data")} }},
+	{"postgres", func(t *testing.T) app.Config { return app.Config{DatabaseURL: pgtest.URL(t)} }},
+}
+
+// Intake records a public-form inquiry with personal data in every personal field.
+func Intake(t testing.TB, a *app.App, tenant domain.TenantID, key string) domain.InquiryID {
+	t.Helper()
+	res, err := a.Commands.Intake(t.Context(), commands.Intake{Tenant: tenant, Source: domain.SourcePublicForm, IdempotencyKey: key,
+		Requester: domain.Requester{Name: "Ada Lovelace", Email: "ada@example.com"}, Subject: "Invoice twice",
+		Message: "Invoice 42 charges me twice.", Category: "billing"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res.InquiryID
+}
+
+// Transition moves an inquiry as actor, with a reason for the edges that need one.
+func Transition(t testing.TB, a *app.App, actor domain.Principal, id domain.InquiryID, to domain.Status, priority domain.Priority) {
+	t.Helper()
+	_, err := a.Commands.Transition(t.Context(), commands.Transition{Target: commands.Target{Tenant: actor.TenantID, InquiryID: id, Actor: actor},
+		To: to, Priority: priority, Reason: "because"})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
