@@ -6,7 +6,6 @@ package sqldb
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -114,11 +113,23 @@ type Migration struct {
 // transaction together with its record. Concurrent callers serialize on a lock (SQLite's write
 // lock; a Postgres advisory lock), so running it twice or from two processes is safe.
 func Migrate(ctx context.Context, db *DB, component string, migrations []Migration) error {
-	if _, err := db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
-		component TEXT NOT NULL, version INTEGER NOT NULL, PRIMARY KEY (component, version))`); err != nil {
-		if db.Dialect != Postgres || !isUniqueViolation(err) {
-			return fmt.Errorf("migrate %s: %w", component, err)
-		}
+	const create = `CREATE TABLE IF NOT EXISTS schema_migrations (
+		component TEXT NOT NULL, version INTEGER NOT NULL, PRIMARY KEY (component, version))`
+	var err error
+	if db.Dialect == Postgres {
+		// Concurrent CREATE TABLE IF NOT EXISTS can still collide on the catalog: take the lock.
+		err = InTx(ctx, db, func(tx *sql.Tx) error {
+			if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(7345110021)`); err != nil {
+				return err
+			}
+			_, err := tx.ExecContext(ctx, create)
+			return err
+		})
+	} else {
+		_, err = db.ExecContext(ctx, create)
+	}
+	if err != nil {
+		return fmt.Errorf("migrate %s: %w", component, err)
 	}
 	for _, m := range migrations {
 		if err := migrateOne(ctx, db, component, m); err != nil {
@@ -164,12 +175,6 @@ func migrateOne(ctx context.Context, db *DB, component string, m Migration) erro
 		return err
 	}
 	return tx.Commit()
-}
-
-// isUniqueViolation reports a Postgres unique violation (two processes creating the same table).
-func isUniqueViolation(err error) bool {
-	var coded interface{ SQLState() string }
-	return errors.As(err, &coded) && (coded.SQLState() == "23505" || coded.SQLState() == "42P07")
 }
 
 // InTx runs fn in a transaction and commits it when fn returns nil. On SQLite, transactions of this
