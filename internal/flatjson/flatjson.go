@@ -8,7 +8,8 @@ import "unicode/utf8"
 
 // Each calls fn for every member of the object in b, in order, with the key and the value: a
 // string's contents without quotes, or the literal text of a number, true, false or null (str
-// tells which). Members of a nested object come as "outer.inner" keys. It returns false, having
+// tells which). A nested object is announced as its key with the value "{" (str false), then its
+// members come as "outer.inner" keys. It returns false, having
 // possibly called fn for some members, when b is not an object it handles; the caller must then
 // decode b another way and discard what fn saw.
 func Each(b []byte, fn func(key, val []byte, str bool)) bool {
@@ -45,6 +46,7 @@ func object(b []byte, i int, prefix []byte, fn func(key, val []byte, str bool)) 
 		}
 		switch {
 		case b[i] == '{' && prefix == nil:
+			fn(key, []byte("{"), false)
 			if j, ok = object(b, i, key, fn); !ok {
 				return 0, false
 			}

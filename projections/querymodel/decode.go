@@ -115,6 +115,8 @@ func decodeEvent(typ string, schemaVersion int, data []byte) (domain.Event, erro
 				e.Source = domain.Source(text(v, str, string(e.Source)))
 			case "receipt":
 				e.Receipt = text(v, str, e.Receipt)
+			case "requester":
+				bad = bad || str || string(v) != "{" // an object, read member by member below
 			case "requester.name":
 				e.Requester.Name = text(v, str, e.Requester.Name)
 			case "requester.email":
