@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -162,8 +163,9 @@ func TestLifecycleOverHTTP(t *testing.T) {
 		t.Fatalf("intake = %d %s", r.status, r.raw)
 	}
 	receipt := r.body["receipt"].(string)
-	if strings.Contains(r.raw, "inquiry") && strings.Contains(r.raw, "-") && len(receipt) > 40 {
-		t.Fatalf("receipt leaks internals: %s", r.raw)
+	// The answer is the receipt and the status, nothing else: no inquiry id, channel or user.
+	if len(r.body) != 2 || !regexp.MustCompile(`^CB-[A-Z2-7]{16}$`).MatchString(receipt) {
+		t.Fatalf("intake answer = %s, want only an opaque CB-… receipt and the status", r.raw)
 	}
 	if again := tb.do(t, "POST", "/v1/public/acme/inquiries", "", map[string]string{"Idempotency-Key": "form-1"}, submission); again.status != 202 || again.body["receipt"] != receipt {
 		t.Fatalf("replay = %d %s", again.status, again.raw)
@@ -172,6 +174,9 @@ func TestLifecycleOverHTTP(t *testing.T) {
 		t.Fatalf("same key other body = %d %s", other.status, other.raw)
 	}
 	_, id := tb.submit(t, "form-1")
+	if strings.Contains(receipt, id) || strings.Contains(r.raw, id) {
+		t.Fatalf("the receipt reveals the inquiry id %s", id)
+	}
 
 	d := tb.do(t, "GET", "/v1/inquiries/"+id, tb.op, nil, "")
 	if d.status != 200 || d.header.Get("ETag") != `"1"` || d.body["status"] != "new" || d.body["version"] != 1.0 {

@@ -34,7 +34,7 @@ func bench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	fs.Visit(func(f *flagValue) { explicit = explicit || f.Name == "data-dir" })
+	fs.Visit(func(f *flag.Flag) { explicit = explicit || f.Name == "data-dir" })
 	if !explicit {
 		dir, err := os.MkdirTemp("", "casebook-bench-")
 		if err != nil {
@@ -139,7 +139,6 @@ func bench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	})
 }
 
-type flagValue = flag.Flag
 
 type result struct {
 	Requests   int     `json:"requests"`

@@ -35,6 +35,8 @@ type Store interface {
 	LinkedPrincipal(ctx context.Context, tenant domain.TenantID, key, slackUser string) (domain.PrincipalID, error)
 	ThreadByRoot(ctx context.Context, tenant domain.TenantID, key, channel, ts string) (domain.InquiryID, error)
 	DisableInstallation(ctx context.Context, tenant domain.TenantID, key, reason, eventID string) error
+	// Client is a Web API client with the installation's bot token (for views.open).
+	Client(in slackproj.Installation) *slack.Client
 }
 
 var _ Store = (*slackproj.Store)(nil)
@@ -69,12 +71,10 @@ type Handler struct {
 	HTTPClient *http.Client
 	// ResponseURLPrefix is the only prefix a response_url may have (DefaultResponseURLPrefix).
 	ResponseURLPrefix string
-	// OpenView opens a modal (views.open); nil uses the installation's bot token.
-	OpenView  func(ctx context.Context, in slackproj.Installation, triggerID string, v slack.ModalViewRequest) error
-	MaxBody   int64
-	Workers   int
-	Queue     int
-	AckBudget time.Duration
+	MaxBody           int64
+	Workers           int
+	Queue             int
+	AckBudget         time.Duration
 
 	once   sync.Once
 	mu     sync.Mutex
@@ -568,19 +568,12 @@ func (h *Handler) respond(ctx context.Context, reqID, url, text string) {
 // valid for 3 s); the modal carries the root message's channel and ts.
 func (h *Handler) openModal(w http.ResponseWriter, r *http.Request, in slackproj.Installation, it Interaction) {
 	v := Modal(it.ActionID, it.Channel, it.RootTS)
-	open := h.OpenView
-	if open == nil {
-		open = func(ctx context.Context, in slackproj.Installation, trigger string, v slack.ModalViewRequest) error {
-			_, err := slack.New(in.Token(), slack.OptionAPIURL(in.APIURL)).OpenViewContext(ctx, trigger, v)
-			return err
-		}
-	}
 	reqID := requestID(w)
 	ctx := context.WithoutCancel(r.Context())
 	if !h.submit(func() {
 		cctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 		defer cancel()
-		if err := open(cctx, in, it.TriggerID, v); err != nil {
+		if _, err := h.Store.Client(in).OpenViewContext(cctx, it.TriggerID, v); err != nil {
 			h.log().WarnContext(ctx, "slack views.open failed", "request_id", reqID, "err", err)
 			h.respond(ctx, reqID, it.ResponseURL, "Could not open the form; try again.")
 		}

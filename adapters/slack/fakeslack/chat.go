@@ -209,17 +209,27 @@ func (s *Server) chatPostMessage(req *request) (any, *apiError) {
 	return map[string]any{"ok": true, "channel": c.id, "ts": m.ts, "message": s.wireLocked(c, m, true)}, nil
 }
 
-func (s *Server) chatUpdate(req *request) (any, *apiError) {
+// ownMessageLocked finds the bot's own live message named by the request; another author's is
+// refused with notOwn, as Slack refuses to edit or delete it.
+func (s *Server) ownMessageLocked(req *request, notOwn string) (*channel, *message, *apiError) {
 	c, ok := s.channelLocked(req.channel)
 	if !ok {
-		return nil, errCode(CodeChannelNotFound)
+		return nil, nil, errCode(CodeChannelNotFound)
 	}
 	m, _ := c.find(req.p.str("ts"))
 	if m == nil || m.subtype == "tombstone" {
-		return nil, errCode(CodeMessageNotFound)
+		return nil, nil, errCode(CodeMessageNotFound)
 	}
 	if m.botID != s.opts.BotID {
-		return nil, errCode(CodeCantUpdateMessage)
+		return nil, nil, errCode(notOwn)
+	}
+	return c, m, nil
+}
+
+func (s *Server) chatUpdate(req *request) (any, *apiError) {
+	c, m, e := s.ownMessageLocked(req, CodeCantUpdateMessage)
+	if e != nil {
+		return nil, e
 	}
 	text, blocks, md := m.text, m.blocks, m.metadata
 	if req.p.has("text") {
@@ -248,16 +258,9 @@ func (s *Server) chatUpdate(req *request) (any, *apiError) {
 }
 
 func (s *Server) chatDelete(req *request) (any, *apiError) {
-	c, ok := s.channelLocked(req.channel)
-	if !ok {
-		return nil, errCode(CodeChannelNotFound)
-	}
-	m, _ := c.find(req.p.str("ts"))
-	if m == nil || m.subtype == "tombstone" {
-		return nil, errCode(CodeMessageNotFound)
-	}
-	if m.botID != s.opts.BotID {
-		return nil, errCode(CodeCantDeleteMessage)
+	c, m, e := s.ownMessageLocked(req, CodeCantDeleteMessage)
+	if e != nil {
+		return nil, e
 	}
 	c.remove(m)
 	return map[string]any{"ok": true, "channel": c.id, "ts": m.ts}, nil
