@@ -139,7 +139,6 @@ func bench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	})
 }
 
-
 type result struct {
 	Requests   int     `json:"requests"`
 	Errors     int64   `json:"errors"`
