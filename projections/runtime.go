@@ -480,7 +480,7 @@ func (r *Runner) applyBatch(ctx context.Context, l *lease, gen Generation, name 
 				return errGenerationChanged
 			}
 		}
-		b := &Batch{Tx: tx, DB: r.DB, Gen: gen, Replaying: r.Build != 0, Now: r.Now(), Prepared: p.prepared, effects: r.effects}
+		b := &Batch{Tx: tx, DB: r.DB, Gen: gen, Events: p.evs, Replaying: r.Build != 0, Now: r.Now(), Prepared: p.prepared, effects: r.effects}
 		if err := applyParking(ctx, r.Projection, b, name, p.evs, r.Now()); err != nil {
 			return err
 		}

@@ -396,3 +396,45 @@ func waitState(t *testing.T, r *Runner, want State) {
 		}
 	}
 }
+
+// preparing is a probe that prepares its batches ahead of their transactions.
+type preparing struct {
+	*probe
+	prepared, unprepared atomic.Int64
+}
+
+func (p *preparing) Prepare(evs []eventstore.RecordedEvent) (any, error) { return len(evs), nil }
+
+func (p *preparing) Apply(ctx context.Context, b *Batch) error {
+	if n, ok := b.Prepared.(int); ok && n == len(b.Events) {
+		p.prepared.Add(1)
+	} else {
+		p.unprepared.Add(1)
+	}
+	return p.probe.Apply(ctx, b)
+}
+
+// TestPreparedBatchReachesApply: what Prepare made of a batch is handed to Apply with that batch,
+// so the work done ahead of the transaction is not done again inside it.
+func TestPreparedBatchReachesApply(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, db *sqldb.DB) {
+		tb := newBundle(t, db)
+		for i := range 20 {
+			tb.append(t, fmt.Sprintf("s-%d", i), "a", "b")
+		}
+		p := &preparing{probe: &probe{}}
+		r := &Runner{Store: tb.store, DB: tb.db, Projection: p, Owner: "test"}
+		if err := r.Setup(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		run(t, r)
+		waitHead(t, r, tb.store)
+		if p.prepared.Load() == 0 || p.unprepared.Load() != 0 {
+			t.Fatalf("Apply got %d prepared and %d unprepared batches; want every batch prepared", p.prepared.Load(), p.unprepared.Load())
+		}
+		if got := p.applied.Load(); got != 40 {
+			t.Fatalf("applied %d events, want 40", got)
+		}
+	})
+}
