@@ -4,17 +4,22 @@
 package sqldb
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
+	"encoding/binary"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
 
-	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" driver
-	_ "modernc.org/sqlite"             // registers the pure-Go "sqlite" driver
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib" // registers the "pgx" driver
+	_ "modernc.org/sqlite"           // registers the pure-Go "sqlite" driver
 )
 
 // Dialect is the SQL flavour of a database handle.
@@ -180,6 +185,19 @@ func migrateOne(ctx context.Context, db *DB, component string, m Migration) erro
 // InTx runs fn in a transaction and commits it when fn returns nil. On SQLite, transactions of this
 // process on the same file run one at a time; fn must not start another InTx on that file.
 func InTx(ctx context.Context, db *DB, fn func(*sql.Tx) error) error {
+	return InConnTx(ctx, db, func(tx *Tx) error { return fn(tx.Tx) })
+}
+
+// Tx is a transaction together with the connection it runs on, so that bulk copies (CopyFrom) take
+// part in it.
+type Tx struct {
+	*sql.Tx
+	conn *sql.Conn
+	db   *DB
+}
+
+// InConnTx is InTx for callers that also bulk-load rows with Tx.CopyFrom.
+func InConnTx(ctx context.Context, db *DB, fn func(*Tx) error) error {
 	if db.writers != nil {
 		select {
 		case db.writers <- struct{}{}:
@@ -188,15 +206,95 @@ func InTx(ctx context.Context, db *DB, fn func(*sql.Tx) error) error {
 			return ctx.Err()
 		}
 	}
-	tx, err := db.BeginTx(ctx, nil)
+	conn, err := db.Conn(ctx)
 	if err != nil {
 		return err
 	}
-	if err := fn(tx); err != nil {
+	defer conn.Close()
+	tx, err := conn.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	if err := fn(&Tx{Tx: tx, conn: conn, db: db}); err != nil {
 		_ = tx.Rollback()
 		return err
 	}
 	return tx.Commit()
+}
+
+// ErrNoCopy is returned by CopyFrom on a database without bulk copies (SQLite).
+var ErrNoCopy = errors.New("sqldb: bulk copy needs Postgres")
+
+// CopyFrom loads rows into table inside the transaction with Postgres' binary COPY, several times
+// cheaper per row than INSERT for bulk writes. columns name the columns in the order rows encodes
+// them. It returns ErrNoCopy on SQLite.
+func (t *Tx) CopyFrom(ctx context.Context, table string, columns []string, rows *CopyRows) error {
+	if t.db.Dialect != Postgres {
+		return ErrNoCopy
+	}
+	if rows.n == 0 {
+		return nil
+	}
+	cols := make([]string, len(columns))
+	for i, c := range columns {
+		cols[i] = pgx.Identifier{c}.Sanitize()
+	}
+	stmt := "COPY " + pgx.Identifier{table}.Sanitize() + " (" + strings.Join(cols, ", ") + ") FROM STDIN WITH (FORMAT binary)"
+	return t.conn.Raw(func(dc any) error {
+		c, ok := dc.(*stdlib.Conn)
+		if !ok {
+			return fmt.Errorf("sqldb: copy: unexpected driver connection %T", dc)
+		}
+		tag, err := c.Conn().PgConn().CopyFrom(ctx, rows.reader(), stmt)
+		if err != nil {
+			return fmt.Errorf("copy into %s: %w", table, err)
+		}
+		if tag.RowsAffected() != int64(rows.n) {
+			return fmt.Errorf("copy into %s: %d of %d rows", table, tag.RowsAffected(), rows.n)
+		}
+		return nil
+	})
+}
+
+// CopyRows encodes rows in Postgres' binary COPY format without reflection: each row is Row
+// followed by one call per column, whose kind must match the column's type (Text for TEXT, Int64
+// for BIGINT). The zero value is ready to use.
+type CopyRows struct {
+	buf []byte
+	n   int
+}
+
+var copyHeader = []byte("PGCOPY\n\xff\r\n\x00\x00\x00\x00\x00\x00\x00\x00\x00")
+
+// Row starts a row of width columns.
+func (c *CopyRows) Row(width int) {
+	if c.buf == nil {
+		c.buf = append(make([]byte, 0, 64<<10), copyHeader...)
+	}
+	c.n++
+	c.buf = binary.BigEndian.AppendUint16(c.buf, uint16(width))
+}
+
+// Text appends a TEXT value.
+func (c *CopyRows) Text(s string) {
+	c.buf = binary.BigEndian.AppendUint32(c.buf, uint32(len(s)))
+	c.buf = append(c.buf, s...)
+}
+
+// Int64 appends a BIGINT value.
+func (c *CopyRows) Int64(v int64) {
+	c.buf = binary.BigEndian.AppendUint32(c.buf, 8)
+	c.buf = binary.BigEndian.AppendUint64(c.buf, uint64(v))
+}
+
+// Null appends a NULL.
+func (c *CopyRows) Null() { c.buf = binary.BigEndian.AppendUint32(c.buf, 0xffffffff) }
+
+// Len is the number of rows.
+func (c *CopyRows) Len() int { return c.n }
+
+func (c *CopyRows) reader() io.Reader {
+	return io.MultiReader(bytes.NewReader(c.buf), bytes.NewReader([]byte{0xff, 0xff}))
 }
 
 // OpenPostgres opens a pooled Postgres handle through pgx's database/sql driver. The URL is a pgx

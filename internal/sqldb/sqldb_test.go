@@ -1,0 +1,133 @@
+package sqldb_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/casebook/casebook/internal/dbtest"
+	"github.com/casebook/casebook/internal/sqldb"
+)
+
+// TestCopyFromIsPartOfTheTransaction: rows copied in a transaction that fails are gone with it; rows
+// copied in one that commits are there, next to rows written by ordinary statements.
+func TestCopyFromIsPartOfTheTransaction(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *sqldb.DB) {
+		ctx := t.Context()
+		if _, err := db.ExecContext(ctx, `CREATE TABLE copied (k TEXT NOT NULL, n BIGINT NOT NULL, note TEXT)`); err != nil {
+			t.Fatal(err)
+		}
+		var rows sqldb.CopyRows
+		for i, k := range []string{"a", "b", "c"} {
+			rows.Row(3)
+			rows.Text(k)
+			rows.Int64(int64(i))
+			rows.Null()
+		}
+		errBoom := errors.New("boom")
+		err := sqldb.InConnTx(ctx, db, func(tx *sqldb.Tx) error {
+			if _, err := tx.ExecContext(ctx, db.Rebind(`INSERT INTO copied (k, n) VALUES (?, ?)`), "before", -1); err != nil {
+				return err
+			}
+			err := tx.CopyFrom(ctx, "copied", []string{"k", "n", "note"}, &rows)
+			if db.Dialect != sqldb.Postgres {
+				if !errors.Is(err, sqldb.ErrNoCopy) {
+					t.Fatalf("CopyFrom on %v = %v, want ErrNoCopy", db.Dialect, err)
+				}
+				return errBoom
+			}
+			if err != nil {
+				return err
+			}
+			return errBoom
+		})
+		if !errors.Is(err, errBoom) {
+			t.Fatalf("InConnTx = %v, want the callback's error", err)
+		}
+		if got := contents(ctx, t, db); len(got) != 0 {
+			t.Fatalf("after rollback the table holds %v", got)
+		}
+		if db.Dialect != sqldb.Postgres {
+			return
+		}
+		if err := sqldb.InConnTx(ctx, db, func(tx *sqldb.Tx) error {
+			if _, err := tx.ExecContext(ctx, `INSERT INTO copied (k, n) VALUES ('before', -1)`); err != nil {
+				return err
+			}
+			if err := tx.CopyFrom(ctx, "copied", []string{"k", "n", "note"}, &rows); err != nil {
+				return err
+			}
+			_, err := tx.ExecContext(ctx, `INSERT INTO copied (k, n) VALUES ('after', 9)`)
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		want := []string{"a/0", "after/9", "b/1", "before/-1", "c/2"}
+		if diff := cmp.Diff(want, contents(ctx, t, db)); diff != "" {
+			t.Fatalf("table after commit (-want +got):\n%s", diff)
+		}
+	})
+}
+
+// TestCopyFromRejectsBadRows: a NULL in a NOT NULL column, or a value of the wrong width, fails the
+// copy and the transaction.
+func TestCopyFromRejectsBadRows(t *testing.T) {
+	cases := map[string]func(r *sqldb.CopyRows){
+		"null in not null": func(r *sqldb.CopyRows) { r.Null(); r.Int64(1) },
+		"text in bigint":   func(r *sqldb.CopyRows) { r.Text("x"); r.Text("123") },
+		"too few columns":  func(r *sqldb.CopyRows) { r.Text("x") },
+	}
+	dbtest.Each(t, func(t *testing.T, db *sqldb.DB) {
+		if db.Dialect != sqldb.Postgres {
+			t.Skip("bulk copies are Postgres only; TestCopyFromIsPartOfTheTransaction covers ErrNoCopy")
+		}
+		ctx := t.Context()
+		if _, err := db.ExecContext(ctx, `CREATE TABLE copied (k TEXT NOT NULL, n BIGINT NOT NULL)`); err != nil {
+			t.Fatal(err)
+		}
+		for name, bad := range cases {
+			var rows sqldb.CopyRows
+			rows.Row(2)
+			rows.Text("ok")
+			rows.Int64(0)
+			rows.Row(2)
+			bad(&rows)
+			err := sqldb.InConnTx(ctx, db, func(tx *sqldb.Tx) error {
+				return tx.CopyFrom(ctx, "copied", []string{"k", "n"}, &rows)
+			})
+			if err == nil {
+				t.Errorf("%s: copied", name)
+			}
+			if got := contents(ctx, t, db); len(got) != 0 {
+				t.Fatalf("%s: after a failed copy the table holds %v", name, got)
+			}
+		}
+	})
+}
+
+func contents(ctx context.Context, t *testing.T, db *sqldb.DB) []string {
+	t.Helper()
+	rows, err := db.QueryContext(ctx, `SELECT k, n FROM copied`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var k string
+		var n int64
+		if err := rows.Scan(&k, &n); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, fmt.Sprintf("%s/%d", k, n))
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(out)
+	return out
+}
