@@ -183,7 +183,8 @@ func Retry(ctx context.Context, db *sqldb.DB, store eventstore.Store, p Projecti
 	}
 	name := checkpointName(p, st.ActiveGen)
 	var still *Parked
-	err = sqldb.InTx(ctx, db, func(tx *sql.Tx) error {
+	err = sqldb.InConnTx(ctx, db, func(stx *sqldb.Tx) error {
+		tx := stx.Tx
 		if err := lockCheckpoint(ctx, db, tx, name); err != nil {
 			return err
 		}
@@ -209,7 +210,7 @@ func Retry(ctx context.Context, db *sqldb.DB, store eventstore.Store, p Projecti
 		if skip && len(evs) > 0 && evs[0].ID == eventID {
 			evs = evs[1:]
 		}
-		b := &Batch{Tx: tx, DB: db, Gen: st.ActiveGen, Now: now, effects: &effectSink{}}
+		b := &Batch{Tx: tx, DB: db, Gen: st.ActiveGen, Now: now, effects: &effectSink{}, conn: stx}
 		for _, e := range evs {
 			if cp.Less(e.Position) {
 				break

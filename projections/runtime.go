@@ -60,6 +60,16 @@ type Batch struct {
 	// Prepared is what Preparer.Prepare returned for exactly these Events, or nil.
 	Prepared any
 	effects  *effectSink
+	conn     *sqldb.Tx
+}
+
+// CopyFrom bulk-loads rows into table inside the batch's transaction (see sqldb.Tx.CopyFrom). It
+// returns sqldb.ErrNoCopy on SQLite, where projections write with INSERT.
+func (b *Batch) CopyFrom(ctx context.Context, table string, columns []string, rows *sqldb.CopyRows) error {
+	if b.conn == nil {
+		return sqldb.ErrNoCopy
+	}
+	return b.conn.CopyFrom(ctx, table, columns, rows)
 }
 
 // Finalizer is implemented by projections whose generations get some structures (secondary
@@ -464,7 +474,15 @@ func (r *Runner) subscribe(ctx context.Context, l *lease, gen Generation) error 
 // applyBatch commits one batch's output and checkpoint in one transaction.
 func (r *Runner) applyBatch(ctx context.Context, l *lease, gen Generation, name string, p pending) error {
 	last := p.evs[len(p.evs)-1].Position
-	err := sqldb.InTx(ctx, r.DB, func(tx *sql.Tx) error {
+	err := sqldb.InConnTx(ctx, r.DB, func(stx *sqldb.Tx) error {
+		tx := stx.Tx
+		if r.Build != 0 && r.DB.Dialect == sqldb.Postgres {
+			// A generation being built serves nobody and its output and checkpoint commit
+			// atomically: a crash may lose the last batches, which the rebuild then replays.
+			if _, err := tx.ExecContext(ctx, `SET LOCAL synchronous_commit = off`); err != nil {
+				return err
+			}
+		}
 		if err := lockCheckpoint(ctx, r.DB, tx, name); err != nil {
 			return err
 		}
@@ -480,7 +498,7 @@ func (r *Runner) applyBatch(ctx context.Context, l *lease, gen Generation, name 
 				return errGenerationChanged
 			}
 		}
-		b := &Batch{Tx: tx, DB: r.DB, Gen: gen, Events: p.evs, Replaying: r.Build != 0, Now: r.Now(), Prepared: p.prepared, effects: r.effects}
+		b := &Batch{Tx: tx, DB: r.DB, Gen: gen, Events: p.evs, Replaying: r.Build != 0, Now: r.Now(), Prepared: p.prepared, effects: r.effects, conn: stx}
 		if err := applyParking(ctx, r.Projection, b, name, p.evs, r.Now()); err != nil {
 			return err
 		}

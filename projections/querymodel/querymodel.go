@@ -14,6 +14,8 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/jackc/pgx/v5/pgconn"
+
 	"github.com/casebook/casebook/domain"
 	"github.com/casebook/casebook/eventstore"
 	"github.com/casebook/casebook/internal/sqldb"
@@ -25,7 +27,7 @@ const Name = "querymodel"
 
 // Version must change whenever the tables below or the handler's output change; a deployment then
 // rebuilds the query model before serving it (casebook replay --projection querymodel).
-const Version = 2
+const Version = 3
 
 // Schema returns the DDL of one generation ({g} stands for the generation suffix). A test ties it
 // to Version, so a schema change without a version bump fails the build.
@@ -33,11 +35,11 @@ func Schema() string { return schema + ";\n" + indexes }
 
 const schema = `
 CREATE TABLE IF NOT EXISTS qm_inquiries{g} (
-	tenant_id       TEXT   NOT NULL,
-	id              TEXT   NOT NULL,
+	tenant_id       TEXT{c} NOT NULL,
+	id              TEXT{c} NOT NULL,
 	receipt         TEXT   NOT NULL,
 	version         BIGINT NOT NULL,
-	status          TEXT   NOT NULL,
+	status          TEXT{c} NOT NULL,
 	priority        TEXT   NOT NULL,
 	owner           TEXT   NOT NULL DEFAULT '',
 	team            TEXT   NOT NULL DEFAULT '',
@@ -53,8 +55,8 @@ CREATE TABLE IF NOT EXISTS qm_inquiries{g} (
 	PRIMARY KEY (tenant_id, id)
 );
 CREATE TABLE IF NOT EXISTS qm_timeline{g} (
-	tenant_id   TEXT   NOT NULL,
-	inquiry_id  TEXT   NOT NULL,
+	tenant_id   TEXT{c} NOT NULL,
+	inquiry_id  TEXT{c} NOT NULL,
 	version     BIGINT NOT NULL,
 	type        TEXT   NOT NULL,
 	actor       TEXT   NOT NULL,
@@ -92,7 +94,13 @@ func (*Projection) Tables() []string { return []string{"qm_inquiries", "qm_timel
 
 // Setup implements projections.Projection.
 func (*Projection) Setup(ctx context.Context, db *sqldb.DB, gen projections.Generation) error {
-	ddl := strings.ReplaceAll(schema, "{g}", gen.Table(""))
+	// Keys compare byte by byte on both backends ({c}): the same order as SQLite's, and index
+	// builds and probes without the locale's collation rules.
+	collate := ""
+	if db.Dialect == sqldb.Postgres {
+		collate = ` COLLATE "C"`
+	}
+	ddl := strings.NewReplacer("{g}", gen.Table(""), "{c}", collate).Replace(schema)
 	return sqldb.Migrate(ctx, db, projections.GenerationName(Name, gen), []sqldb.Migration{{Version: 1, SQL: ddl}})
 }
 
@@ -111,6 +119,7 @@ type row struct {
 	created, updated                           int64
 	closed                                     sql.NullInt64
 	dirty                                      bool
+	stored                                     bool // read from the table (else new in this batch)
 }
 
 type key struct{ tenant, id string }
@@ -136,6 +145,8 @@ type decoded struct {
 type prepared struct {
 	evs  []decoded
 	keys map[key]bool
+	// born holds the keys whose InquiryReceived is in the batch.
+	born map[key]bool
 }
 
 // Prepare implements projections.Preparer: it decodes a batch, using both cores for large ones.
@@ -161,7 +172,7 @@ func (*Projection) Prepare(recs []eventstore.RecordedEvent) (any, error) {
 		})
 	}
 	wg.Wait()
-	p := &prepared{keys: map[key]bool{}}
+	p := &prepared{evs: make([]decoded, 0, len(out)), keys: map[key]bool{}, born: map[key]bool{}}
 	for i, d := range out {
 		if errs[i] != nil {
 			return nil, errs[i]
@@ -171,6 +182,9 @@ func (*Projection) Prepare(recs []eventstore.RecordedEvent) (any, error) {
 		}
 		p.evs = append(p.evs, d)
 		p.keys[d.key] = true
+		if _, ok := d.event.(domain.InquiryReceived); ok {
+			p.born[d.key] = true
+		}
 	}
 	return p, nil
 }
@@ -185,17 +199,47 @@ func (q *Projection) Apply(ctx context.Context, b *projections.Batch) error {
 		}
 		p = v.(*prepared)
 	}
-	evs, keys := p.evs, p.keys
-	if len(evs) == 0 {
+	if len(p.evs) == 0 {
 		return nil
 	}
+	if b.DB.Dialect != sqldb.Postgres || len(p.born) == 0 {
+		return write(ctx, b, p, nil)
+	}
+	// Inquiries received in this batch are not looked up: their rows are copied as new, and the
+	// copy fails on the primary key if one exists after all (the batch is being applied again),
+	// in which case the batch is written again with every row looked up.
+	if err := savepoint(ctx, b, "SAVEPOINT qm_born"); err != nil {
+		return err
+	}
+	err := write(ctx, b, p, p.born)
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) || pgErr.Code != "23505" {
+		if err != nil {
+			return err
+		}
+		return savepoint(ctx, b, "RELEASE SAVEPOINT qm_born")
+	}
+	if err := savepoint(ctx, b, "ROLLBACK TO SAVEPOINT qm_born"); err != nil {
+		return err
+	}
+	return write(ctx, b, p, nil)
+}
+
+func savepoint(ctx context.Context, b *projections.Batch, stmt string) error {
+	_, err := b.Tx.ExecContext(ctx, stmt)
+	return err
+}
+
+// write folds the batch into the stored rows and writes them with the timeline. Keys in skip are
+// taken to have no row yet.
+func write(ctx context.Context, b *projections.Batch, p *prepared, skip map[key]bool) error {
 	inq := b.Gen.Table("qm_inquiries")
-	rows, err := load(ctx, b, inq, keys)
+	rows, err := load(ctx, b, inq, p.keys, skip)
 	if err != nil {
 		return err
 	}
-	timeline := make([]timelineRow, 0, len(evs))
-	for _, d := range evs {
+	timeline := make([]timelineRow, 0, len(p.evs))
+	for _, d := range p.evs {
 		tl, fresh, err := fold(rows, d)
 		if err != nil {
 			return fmt.Errorf("inquiry %s version %d: %w", d.key.id, d.version, err)
@@ -275,12 +319,17 @@ func fold(rows map[key]*row, d decoded) (timelineRow, bool, error) {
 const inquiryCols = `tenant_id, id, receipt, version, status, priority, owner, team, source, category, subject, message,
 	requester_name, requester_email, created_at, updated_at, closed_at`
 
-// load reads the existing rows of the inquiries a batch touches.
-func load(ctx context.Context, b *projections.Batch, table string, keys map[key]bool) (map[key]*row, error) {
+var inquiryColumns = []string{"tenant_id", "id", "receipt", "version", "status", "priority", "owner", "team", "source", "category",
+	"subject", "message", "requester_name", "requester_email", "created_at", "updated_at", "closed_at"}
+
+// load reads the existing rows of the inquiries a batch touches, except those in skip.
+func load(ctx context.Context, b *projections.Batch, table string, keys, skip map[key]bool) (map[key]*row, error) {
 	out := make(map[key]*row, len(keys))
 	all := make([]key, 0, len(keys))
 	for k := range keys {
-		all = append(all, k)
+		if !skip[k] {
+			all = append(all, k)
+		}
 	}
 	const chunk = 1000
 	for i := 0; i < len(all); i += chunk {
@@ -331,6 +380,7 @@ func loadChunk(ctx context.Context, b *projections.Batch, q string, args []any, 
 			return err
 		}
 		if k := (key{r.tenant, r.id}); want[k] {
+			r.stored = true
 			out[k] = r
 		}
 	}
@@ -352,34 +402,7 @@ func upsert(ctx context.Context, b *projections.Batch, table string, rows map[ke
 		priority = excluded.priority, owner = excluded.owner, team = excluded.team, updated_at = excluded.updated_at,
 		closed_at = excluded.closed_at WHERE `
 	if b.DB.Dialect == sqldb.Postgres {
-		// One statement with one array per column: no per-row parameters to parse and bind.
-		cols := make([][]string, 14)
-		ints := make([][]int64, 3)
-		closed := make([]*int64, len(dirty))
-		for i := range cols {
-			cols[i] = make([]string, len(dirty))
-		}
-		for i := range ints {
-			ints[i] = make([]int64, len(dirty))
-		}
-		for i, r := range dirty {
-			for j, v := range []string{r.tenant, r.id, r.receipt, r.status, r.priority, r.owner, r.team, r.source, r.cat, r.subject, r.message, r.name, r.email} {
-				cols[j][i] = v
-			}
-			ints[0][i], ints[1][i], ints[2][i] = int64(r.version), r.created, r.updated
-			if r.closed.Valid {
-				v := r.closed.Int64
-				closed[i] = &v
-			}
-		}
-		q := `INSERT INTO ` + table + ` (tenant_id, id, receipt, status, priority, owner, team, source, category, subject, message,
-			requester_name, requester_email, version, created_at, updated_at, closed_at)
-			SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[],
-				$9::text[], $10::text[], $11::text[], $12::text[], $13::text[], $14::bigint[], $15::bigint[], $16::bigint[], $17::bigint[])` +
-			onConflict + table + `.version < excluded.version`
-		_, err := b.Tx.ExecContext(ctx, q, cols[0], cols[1], cols[2], cols[3], cols[4], cols[5], cols[6], cols[7], cols[8], cols[9],
-			cols[10], cols[11], cols[12], ints[0], ints[1], ints[2], closed)
-		return err
+		return upsertPostgres(ctx, b, table, dirty, onConflict)
 	}
 	const chunk = 200
 	for i := 0; i < len(dirty); i += chunk {
@@ -401,19 +424,89 @@ func upsert(ctx context.Context, b *projections.Batch, table string, rows map[ke
 	return nil
 }
 
+// upsertPostgres copies the rows that are new in this batch and upserts the stored ones. A row that
+// a lookup did not find cannot appear before the batch commits (every transaction writing a
+// generation holds its checkpoint's row lock); one that was not looked up (see Apply) and exists
+// makes the copy fail with a unique violation.
+func upsertPostgres(ctx context.Context, b *projections.Batch, table string, dirty []*row, onConflict string) error {
+	var fresh, stored []*row
+	for _, r := range dirty {
+		if r.stored {
+			stored = append(stored, r)
+		} else {
+			fresh = append(fresh, r)
+		}
+	}
+	if len(fresh) > 0 {
+		var c sqldb.CopyRows
+		for _, r := range fresh {
+			c.Row(len(inquiryColumns))
+			for _, v := range []string{r.tenant, r.id, r.receipt} {
+				c.Text(v)
+			}
+			c.Int64(int64(r.version))
+			for _, v := range []string{r.status, r.priority, r.owner, r.team, r.source, r.cat, r.subject, r.message, r.name, r.email} {
+				c.Text(v)
+			}
+			c.Int64(r.created)
+			c.Int64(r.updated)
+			if r.closed.Valid {
+				c.Int64(r.closed.Int64)
+			} else {
+				c.Null()
+			}
+		}
+		if err := b.CopyFrom(ctx, table, inquiryColumns, &c); err != nil {
+			return fmt.Errorf("copy new inquiries: %w", err)
+		}
+	}
+	if len(stored) == 0 {
+		return nil
+	}
+	// One statement with one array per column: no per-row parameters to parse and bind.
+	cols := make([][]string, 13)
+	ints := make([][]int64, 3)
+	closed := make([]*int64, len(stored))
+	for i := range cols {
+		cols[i] = make([]string, len(stored))
+	}
+	for i := range ints {
+		ints[i] = make([]int64, len(stored))
+	}
+	for i, r := range stored {
+		for j, v := range []string{r.tenant, r.id, r.receipt, r.status, r.priority, r.owner, r.team, r.source, r.cat, r.subject, r.message, r.name, r.email} {
+			cols[j][i] = v
+		}
+		ints[0][i], ints[1][i], ints[2][i] = int64(r.version), r.created, r.updated
+		if r.closed.Valid {
+			v := r.closed.Int64
+			closed[i] = &v
+		}
+	}
+	q := `INSERT INTO ` + table + ` (tenant_id, id, receipt, status, priority, owner, team, source, category, subject, message,
+		requester_name, requester_email, version, created_at, updated_at, closed_at)
+		SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[],
+			$9::text[], $10::text[], $11::text[], $12::text[], $13::text[], $14::bigint[], $15::bigint[], $16::bigint[], $17::bigint[])` +
+		onConflict + table + `.version < excluded.version`
+	_, err := b.Tx.ExecContext(ctx, q, cols[0], cols[1], cols[2], cols[3], cols[4], cols[5], cols[6], cols[7], cols[8], cols[9],
+		cols[10], cols[11], cols[12], ints[0], ints[1], ints[2], closed)
+	return err
+}
+
 func insertTimeline(ctx context.Context, b *projections.Batch, table string, rows []timelineRow) error {
 	if b.DB.Dialect == sqldb.Postgres {
-		n := len(rows)
-		tenant, id, typ, actor, data := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
-		version, at := make([]int64, n), make([]int64, n)
-		for i, t := range rows {
-			tenant[i], id[i], typ[i], actor[i], data[i] = t.tenant, t.id, t.typ, t.actor, t.data
-			version[i], at[i] = int64(t.version), t.at
+		var c sqldb.CopyRows
+		for _, t := range rows {
+			c.Row(7)
+			c.Text(t.tenant)
+			c.Text(t.id)
+			c.Int64(int64(t.version))
+			c.Text(t.typ)
+			c.Text(t.actor)
+			c.Int64(t.at)
+			c.Text(t.data)
 		}
-		_, err := b.Tx.ExecContext(ctx, `INSERT INTO `+table+` (tenant_id, inquiry_id, version, type, actor, occurred_at, data)
-			SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::text[], $5::text[], $6::bigint[], $7::text[])`,
-			tenant, id, version, typ, actor, at, data)
-		return err
+		return b.CopyFrom(ctx, table, []string{"tenant_id", "inquiry_id", "version", "type", "actor", "occurred_at", "data"}, &c)
 	}
 	const chunk = 500
 	for i := 0; i < len(rows); i += chunk {

@@ -133,6 +133,9 @@ func TestReplayIsIdempotent(t *testing.T) {
 		if diff := cmp.Diff(before, tb.snapshot(t)); diff != "" {
 			t.Fatalf("replay changed the query model: %s", diff)
 		}
+		if st := tb.runner.Status(); st.Parked != 0 || st.Processed == 0 {
+			t.Fatalf("replay parked %d streams, processed %d events; want 0 parked", st.Parked, st.Processed)
+		}
 	})
 }
 
@@ -203,6 +206,7 @@ func TestVersionTracksSchema(t *testing.T) {
 	hashes := map[int]string{
 		1: "8d8fc9c8c59999b593de952fb9e6f61dd97bfd80bad7dd89672d7596af57d21a",
 		2: "c51f54495fd8d59a82f67b0f6a5782d7e4f77c04546ae5f6503cd18e736ab0cc", // indexes built by Finalize
+		3: "0d78defa5ba624111bf1cb19068c02934c70a8213f5b77291828f6c4221b4831", // keys COLLATE "C" on Postgres
 	}
 	sum := sha256.Sum256([]byte(querymodel.Schema()))
 	if got := hex.EncodeToString(sum[:]); hashes[querymodel.Version] != got {
