@@ -375,11 +375,20 @@ func (s *Store) read(ctx context.Context, from eventstore.Position, limit int) (
 		return nil, 0, fmt.Errorf("eventstore/postgres: read all: %w", err)
 	}
 	defer rows.Close()
-	var out []eventstore.RecordedEvent
+	out := make([]eventstore.RecordedEvent, 0, min(max(limit, 0), SubscribeBatch))
 	var heldXid uint64
+	var raw *rawReader
+	if binaryRows(rows.FieldDescriptions()) {
+		raw = &rawReader{}
+	}
 	for rows.Next() {
 		var held bool
-		e, err := scanEvent(rows, &held)
+		var e eventstore.RecordedEvent
+		if raw != nil {
+			e, held, err = raw.decode(rows.RawValues())
+		} else {
+			e, err = scanEvent(rows, &held)
+		}
 		if err != nil {
 			return nil, 0, fmt.Errorf("eventstore/postgres: read all: %w", err)
 		}
