@@ -13,6 +13,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -266,10 +267,20 @@ type CopyRows struct {
 
 var copyHeader = []byte("PGCOPY\n\xff\r\n\x00\x00\x00\x00\x00\x00\x00\x00\x00")
 
+// Grow makes room for n more bytes of values: a Text takes 4 bytes plus its length, an Int64 12
+// and a Null 4; a row 2 more.
+func (c *CopyRows) Grow(n int) {
+	if c.buf == nil {
+		c.buf = append(make([]byte, 0, len(copyHeader)+n), copyHeader...)
+		return
+	}
+	c.buf = slices.Grow(c.buf, n)
+}
+
 // Row starts a row of width columns.
 func (c *CopyRows) Row(width int) {
 	if c.buf == nil {
-		c.buf = append(make([]byte, 0, 64<<10), copyHeader...)
+		c.Grow(64 << 10)
 	}
 	c.n++
 	c.buf = binary.BigEndian.AppendUint16(c.buf, uint16(width))

@@ -138,7 +138,8 @@ type decoded struct {
 	meta    domain.Metadata
 	event   domain.Event
 	typ     string
-	data    []byte
+	// timeline is the event's timeline entry data: the event data, without personal fields.
+	timeline string
 }
 
 // prepared is a decoded batch.
@@ -264,11 +265,35 @@ func decode(r eventstore.RecordedEvent) (decoded, error) {
 		return decoded{}, err
 	}
 	tenant := string(m.TenantID)
-	id, ok := strings.CutPrefix(r.StreamID, "inquiry-"+tenant+"-")
+	rest, ok := strings.CutPrefix(r.StreamID, "inquiry-")
+	if ok {
+		rest, ok = strings.CutPrefix(rest, tenant)
+	}
+	if ok {
+		rest, ok = strings.CutPrefix(rest, "-")
+	}
 	if !ok || tenant == "" {
 		return decoded{}, fmt.Errorf("stream does not belong to tenant %q", tenant)
 	}
-	return decoded{key: key{tenant, id}, version: r.Revision + 1, meta: m, event: e, typ: r.Type, data: r.Data}, nil
+	d := decoded{key: key{tenant, rest}, version: r.Revision + 1, meta: m, event: e, typ: r.Type}
+	if e, ok := e.(domain.InquiryReceived); ok {
+		// Personal fields stay on the detail row.
+		b, err := json.Marshal(receivedEntry{Category: e.Category, Priority: e.Priority, Source: e.Source})
+		if err != nil {
+			return decoded{}, err
+		}
+		d.timeline = string(b)
+	} else {
+		d.timeline = string(r.Data)
+	}
+	return d, nil
+}
+
+// receivedEntry is the timeline data of an InquiryReceived.
+type receivedEntry struct {
+	Category string          `json:"category"`
+	Priority domain.Priority `json:"priority"`
+	Source   domain.Source   `json:"source"`
 }
 
 // errNoInquiry: an event for an inquiry whose first event was not applied (its stream parks).
@@ -280,11 +305,9 @@ var errNoInquiry = errors.New("event for an inquiry that was never received")
 // plain insert of the new entries cannot collide, and the write path needs no ON CONFLICT probe.
 func fold(rows map[key]*row, d decoded) (timelineRow, bool, error) {
 	at := d.meta.OccurredAt.UnixNano()
-	tl := timelineRow{tenant: d.key.tenant, id: d.key.id, version: d.version, typ: d.typ, actor: string(d.meta.Actor), at: at, data: string(d.data)}
+	tl := timelineRow{tenant: d.key.tenant, id: d.key.id, version: d.version, typ: d.typ, actor: string(d.meta.Actor), at: at, data: d.timeline}
 	r := rows[d.key]
 	if e, ok := d.event.(domain.InquiryReceived); ok {
-		b, _ := json.Marshal(map[string]any{"source": e.Source, "category": e.Category, "priority": e.Priority})
-		tl.data = string(b) // personal fields stay on the detail row
 		if r != nil {
 			return tl, false, nil
 		}
@@ -439,6 +462,12 @@ func upsertPostgres(ctx context.Context, b *projections.Batch, table string, dir
 	}
 	if len(fresh) > 0 {
 		var c sqldb.CopyRows
+		size := 0
+		for _, r := range fresh {
+			size += 2 + 13*4 + 4*12 + len(r.tenant) + len(r.id) + len(r.receipt) + len(r.status) + len(r.priority) + len(r.owner) +
+				len(r.team) + len(r.source) + len(r.cat) + len(r.subject) + len(r.message) + len(r.name) + len(r.email)
+		}
+		c.Grow(size)
 		for _, r := range fresh {
 			c.Row(len(inquiryColumns))
 			for _, v := range []string{r.tenant, r.id, r.receipt} {
@@ -496,6 +525,11 @@ func upsertPostgres(ctx context.Context, b *projections.Batch, table string, dir
 func insertTimeline(ctx context.Context, b *projections.Batch, table string, rows []timelineRow) error {
 	if b.DB.Dialect == sqldb.Postgres {
 		var c sqldb.CopyRows
+		size := 0
+		for _, t := range rows {
+			size += 2 + 5*4 + 2*12 + len(t.tenant) + len(t.id) + len(t.typ) + len(t.actor) + len(t.data)
+		}
+		c.Grow(size)
 		for _, t := range rows {
 			c.Row(7)
 			c.Text(t.tenant)
