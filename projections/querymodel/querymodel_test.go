@@ -213,3 +213,52 @@ func TestVersionTracksSchema(t *testing.T) {
 		t.Fatalf("querymodel schema hash %s does not match Version %d: bump Version and record the hash", got, querymodel.Version)
 	}
 }
+
+// TestFinalizeBuildsIndexes: Finalize builds every index of a generation, and two finalizers of
+// the same generation at once (two replicas) both succeed.
+func TestFinalizeBuildsIndexes(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, db *sqldb.DB) {
+		ctx := t.Context()
+		p := querymodel.New()
+		const gen = projections.Generation(7)
+		if err := p.Setup(ctx, db, gen); err != nil {
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		errs := make([]error, 2)
+		for i := range errs {
+			wg.Go(func() { errs[i] = p.Finalize(ctx, db, gen) })
+		}
+		wg.Wait()
+		for _, err := range errs {
+			if err != nil {
+				t.Fatalf("concurrent Finalize: %v", err)
+			}
+		}
+		q := `SELECT name FROM sqlite_master WHERE type = 'index' AND name LIKE 'qm\_%' ESCAPE '\' AND name NOT LIKE 'sqlite_autoindex%' ORDER BY name`
+		if db.Dialect == sqldb.Postgres {
+			q = `SELECT indexname FROM pg_indexes WHERE schemaname = current_schema() AND indexname LIKE 'qm\_%' AND indexname NOT LIKE '%pkey' ORDER BY indexname`
+		}
+		rows, err := db.QueryContext(ctx, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		var got []string
+		for rows.Next() {
+			var name string
+			if err := rows.Scan(&name); err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, name)
+		}
+		if err := rows.Err(); err != nil {
+			t.Fatal(err)
+		}
+		want := []string{"qm_inquiries_g7_list", "qm_inquiries_g7_status", "qm_timeline_g7_key"}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Fatalf("indexes (-want +got):\n%s", diff)
+		}
+	})
+}
