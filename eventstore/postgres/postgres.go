@@ -91,8 +91,9 @@ const (
 	DefaultSettleTimeout = 5 * time.Second
 )
 
-// SubscribeBatch is how many events one Subscribe delivery carries at most.
-const SubscribeBatch = 5000
+// SubscribeBatch is how many events one Subscribe delivery carries at most. Catching up, a
+// subscriber commits once per delivery: 10,000 made a rebuild about a tenth faster than 5,000.
+const SubscribeBatch = 10000
 
 // heldPollMax caps the backoff of a subscription polling for held events.
 const heldPollMax = 100 * time.Millisecond
@@ -368,14 +369,14 @@ ORDER BY e.xid, e.seq
 LIMIT $3`
 
 // read is one snapshot read: the safe events after from, and the largest xid of the held events in
-// the window (0 when none).
-func (s *Store) read(ctx context.Context, from eventstore.Position, limit int) ([]eventstore.RecordedEvent, uint64, error) {
+// the window (0 when none). expect sizes the result up front.
+func (s *Store) read(ctx context.Context, from eventstore.Position, limit, expect int) ([]eventstore.RecordedEvent, uint64, error) {
 	rows, err := s.pool.Query(ctx, readAllSQL, from.Commit, int64(from.Prepare), limitOf(limit))
 	if err != nil {
 		return nil, 0, fmt.Errorf("eventstore/postgres: read all: %w", err)
 	}
 	defer rows.Close()
-	out := make([]eventstore.RecordedEvent, 0, min(max(limit, 0), SubscribeBatch))
+	out := make([]eventstore.RecordedEvent, 0, expect)
 	var heldXid uint64
 	var raw *rawReader
 	if binaryRows(rows.FieldDescriptions()) {
@@ -425,14 +426,14 @@ func (s *Store) ReadAll(ctx context.Context, from eventstore.Position, limit int
 	if err := s.checkOpen(); err != nil {
 		return nil, err
 	}
-	evs, held, err := s.read(ctx, from, limit)
+	evs, held, err := s.read(ctx, from, limit, min(max(limit, 0), 256))
 	if err != nil || held == 0 || (limit > 0 && len(evs) >= limit) {
 		return evs, err
 	}
 	if ok, err := s.awaitHorizon(ctx, held); err != nil || !ok {
 		return evs, err
 	}
-	evs, _, err = s.read(ctx, from, limit)
+	evs, _, err = s.read(ctx, from, limit, min(max(limit, 0), 256))
 	return evs, err
 }
 
@@ -542,17 +543,22 @@ func (s *Store) Subscribe(ctx context.Context, from eventstore.Position, fn func
 		return stopped()
 	}
 	heldDelay := time.Duration(0)
+	expect := 256 // catching up, reads fill their batches; following, they return few events
 	for {
 		wake, err := s.waitCh()
 		if err != nil {
 			return err
 		}
-		evs, held, err := s.read(ctx, from, SubscribeBatch)
+		evs, held, err := s.read(ctx, from, SubscribeBatch, expect)
 		if err != nil {
 			if ctx.Err() != nil {
 				return stopped()
 			}
 			return err
+		}
+		expect = 256
+		if len(evs) == SubscribeBatch {
+			expect = SubscribeBatch
 		}
 		if len(evs) > 0 {
 			if err := fn(ctx, evs); err != nil {
