@@ -421,10 +421,9 @@ type pending struct {
 	prepared any
 }
 
-// subscribe applies the log from gen's checkpoint in a three-stage pipeline: the subscription
-// reads batches, a preparer prepares them, an applier commits them, each stage handing on through
-// a one-slot queue, so reading, preparing and the previous batch's transaction overlap. The
-// applier's first error ends all three.
+// subscribe applies the log from gen's checkpoint. Reading and preparing the next batch overlaps
+// with the previous batch's transaction: the subscription hands batches to an applier through a
+// one-slot queue, and the applier's first error ends both.
 func (r *Runner) subscribe(ctx context.Context, l *lease, gen Generation) error {
 	name := checkpointName(r.Projection, gen)
 	from, err := Checkpoint(ctx, r.DB, name)
@@ -436,7 +435,6 @@ func (r *Runner) subscribe(ctx context.Context, l *lease, gen Generation) error 
 	}
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	read := make(chan []eventstore.RecordedEvent, 1)
 	queue := make(chan pending, 1)
 	applied := make(chan struct{})
 	go func() {
@@ -444,40 +442,28 @@ func (r *Runner) subscribe(ctx context.Context, l *lease, gen Generation) error 
 		for p := range queue {
 			if err := r.applyBatch(ctx, l, gen, name, p); err != nil {
 				cancel(err)
-				for range queue { // drain so the preparer never blocks
+				for range queue { // drain so the subscription never blocks
 				}
 				return
 			}
 		}
 	}()
 	prep, _ := r.Projection.(Preparer)
-	go func() {
-		defer close(queue)
-		for evs := range read {
-			p := pending{evs: evs}
-			if prep != nil {
-				if v, perr := prep.Prepare(evs); perr == nil {
-					p.prepared = v // on failure Apply prepares again, and the failing stream parks
-				}
-			}
-			select {
-			case queue <- p:
-			case <-ctx.Done():
-				for range read { // drain so the subscription never blocks
-				}
-				return
+	err = r.Store.Subscribe(ctx, from, func(ctx context.Context, evs []eventstore.RecordedEvent) error {
+		p := pending{evs: evs}
+		if prep != nil {
+			if v, perr := prep.Prepare(evs); perr == nil {
+				p.prepared = v // on failure Apply prepares again, and the failing stream parks
 			}
 		}
-	}()
-	err = r.Store.Subscribe(ctx, from, func(ctx context.Context, evs []eventstore.RecordedEvent) error {
 		select {
-		case read <- evs:
+		case queue <- p:
 			return nil
 		case <-ctx.Done():
 			return context.Cause(ctx)
 		}
 	})
-	close(read)
+	close(queue)
 	<-applied
 	if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
 		return cause
