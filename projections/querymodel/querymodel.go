@@ -1,7 +1,7 @@
 // Package querymodel is the subscriber that builds the query API's tables: inquiries (list and
-// detail) and their timeline. It folds each batch in memory and writes it with multi-row
-// statements; every write is keyed by (tenant, inquiry, version), so applying an event twice
-// changes nothing.
+// detail) and their timeline. It folds each batch in memory and writes it in bulk (COPY on
+// Postgres, multi-row statements on SQLite); every write is keyed by (tenant, inquiry, version),
+// so applying an event twice changes nothing.
 package querymodel
 
 import (
