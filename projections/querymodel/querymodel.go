@@ -301,18 +301,11 @@ func decode(r eventstore.RecordedEvent) (decoded, error) {
 	if err != nil {
 		return decoded{}, err
 	}
-	tenant := string(m.TenantID)
-	rest, ok := strings.CutPrefix(r.StreamID, "inquiry-")
-	if ok {
-		rest, ok = strings.CutPrefix(rest, tenant)
+	id, ok := eventstore.StreamInquiry("inquiry", r.StreamID, m.TenantID)
+	if !ok {
+		return decoded{}, fmt.Errorf("stream does not belong to tenant %q", m.TenantID)
 	}
-	if ok {
-		rest, ok = strings.CutPrefix(rest, "-")
-	}
-	if !ok || tenant == "" {
-		return decoded{}, fmt.Errorf("stream does not belong to tenant %q", tenant)
-	}
-	d := decoded{key: key{tenant, rest}, version: r.Revision + 1, meta: m, event: e, typ: r.Type}
+	d := decoded{key: key{string(m.TenantID), string(id)}, version: r.Revision + 1, meta: m, event: e, typ: r.Type}
 	if e, ok := e.(domain.InquiryReceived); ok {
 		// Personal fields stay on the detail row.
 		b, err := json.Marshal(receivedEntry{Category: e.Category, Priority: e.Priority, Source: e.Source})

@@ -12,6 +12,7 @@ import (
 
 	"github.com/casebook/casebook/adapters/slack/slackproj"
 	"github.com/casebook/casebook/domain"
+	"github.com/casebook/casebook/eventstore"
 	"github.com/casebook/casebook/internal/sqldb"
 	"github.com/casebook/casebook/projections"
 )
@@ -63,19 +64,21 @@ type terminal struct {
 	at      time.Time
 }
 
-func streamInquiry(prefix, stream string, meta []byte) (inqKey, bool, error) {
-	if !strings.HasPrefix(stream, prefix) {
+// streamInquiry returns the inquiry of a kind-{tenant}-{id} stream (false for other streams); the
+// event's metadata must name the stream's tenant.
+func streamInquiry(kind, stream string, meta []byte) (inqKey, bool, error) {
+	if !strings.HasPrefix(stream, kind+"-") {
 		return inqKey{}, false, nil
 	}
 	var m domain.Metadata
 	if err := json.Unmarshal(meta, &m); err != nil {
 		return inqKey{}, false, fmt.Errorf("%s: metadata: %w", stream, err)
 	}
-	id, ok := strings.CutPrefix(stream, prefix+string(m.TenantID)+"-")
-	if !ok || m.TenantID == "" {
+	id, ok := eventstore.StreamInquiry(kind, stream, m.TenantID)
+	if !ok {
 		return inqKey{}, false, fmt.Errorf("%s: stream does not belong to tenant %q", stream, m.TenantID)
 	}
-	return inqKey{m.TenantID, domain.InquiryID(id)}, true, nil
+	return inqKey{m.TenantID, id}, true, nil
 }
 
 // Apply implements projections.Projection.
@@ -85,7 +88,7 @@ func (p *Intents) Apply(ctx context.Context, b *projections.Batch) error {
 	terminals := map[inqKey]terminal{}
 	var order []inqKey
 	for _, e := range b.Events {
-		k, ok, err := streamInquiry("inquiry-", e.StreamID, e.Metadata)
+		k, ok, err := streamInquiry("inquiry", e.StreamID, e.Metadata)
 		if err != nil {
 			return err
 		}
@@ -204,7 +207,7 @@ func (RowMap) Apply(ctx context.Context, b *projections.Batch) error {
 		if !slackproj.IsListEvent(e.Type) {
 			continue
 		}
-		k, ok, err := streamInquiry("slackproj-", e.StreamID, e.Metadata)
+		k, ok, err := streamInquiry("slackproj", e.StreamID, e.Metadata)
 		if err != nil || !ok {
 			return err
 		}

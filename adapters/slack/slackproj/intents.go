@@ -83,22 +83,22 @@ func (p *Intents) Apply(ctx context.Context, b *projections.Batch) error {
 			return fmt.Errorf("%s: metadata: %w", e.StreamID, err)
 		}
 		if strings.HasPrefix(e.StreamID, "inquiry-") {
-			id, ok := strings.CutPrefix(e.StreamID, "inquiry-"+string(m.TenantID)+"-")
-			if !ok || m.TenantID == "" {
+			id, ok := eventstore.StreamInquiry("inquiry", e.StreamID, m.TenantID)
+			if !ok {
 				return fmt.Errorf("%s: stream does not belong to tenant %q", e.StreamID, m.TenantID)
 			}
-			k := threadKey{m.TenantID, domain.InquiryID(id)}
+			k := threadKey{m.TenantID, id}
 			if _, seen := desired[k]; !seen {
 				order = append(order, k)
 			}
 			desired[k] = max(desired[k], e.Revision+1)
 			continue
 		}
-		id, ok := strings.CutPrefix(e.StreamID, "slackproj-"+string(m.TenantID)+"-")
-		if !ok || m.TenantID == "" {
+		id, ok := eventstore.StreamInquiry("slackproj", e.StreamID, m.TenantID)
+		if !ok {
 			return fmt.Errorf("%s: stream does not belong to tenant %q", e.StreamID, m.TenantID)
 		}
-		if err := p.foldThread(ctx, b, table, m.TenantID, domain.InquiryID(id), e); err != nil {
+		if err := p.foldThread(ctx, b, table, m.TenantID, id, e); err != nil {
 			return err
 		}
 	}
