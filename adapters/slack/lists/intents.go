@@ -117,9 +117,7 @@ func (p *Intents) Apply(ctx context.Context, b *projections.Batch) error {
 	}
 	for _, k := range order {
 		v := desired[k]
-		if err := b.Exec(ctx, `INSERT INTO `+table+` (tenant_id, inquiry_id, desired_version) VALUES (?, ?, ?)
-			ON CONFLICT (tenant_id, inquiry_id) DO UPDATE SET desired_version = CASE WHEN `+table+`.desired_version > excluded.desired_version
-			THEN `+table+`.desired_version ELSE excluded.desired_version END`, k.tenant, k.id, v); err != nil {
+		if err := slackproj.RaiseDesired(ctx, b, table, k.tenant, k.id, v); err != nil {
 			return err
 		}
 		if b.Replaying {

@@ -104,9 +104,7 @@ func (p *Intents) Apply(ctx context.Context, b *projections.Batch) error {
 	}
 	for _, k := range order {
 		v := desired[k]
-		if err := b.Exec(ctx, `INSERT INTO `+table+` (tenant_id, inquiry_id, desired_version) VALUES (?, ?, ?)
-			ON CONFLICT (tenant_id, inquiry_id) DO UPDATE SET desired_version = CASE WHEN `+table+`.desired_version > excluded.desired_version
-			THEN `+table+`.desired_version ELSE excluded.desired_version END`, k.tenant, k.id, v); err != nil {
+		if err := RaiseDesired(ctx, b, table, k.tenant, k.id, v); err != nil {
 			return err
 		}
 		if b.Replaying {
@@ -164,4 +162,12 @@ func (p *Intents) foldThread(ctx context.Context, b *projections.Batch, table st
 			ev.Version, tenant, id, ev.Version)
 	}
 	return fmt.Errorf("slackproj: unknown event type %q", e.Type)
+}
+
+// RaiseDesired records that an inquiry's Slack output must show at least version v, in a table
+// keyed by (tenant_id, inquiry_id) with a desired_version column; the version never goes down.
+func RaiseDesired(ctx context.Context, b *projections.Batch, table string, tenant domain.TenantID, id domain.InquiryID, v uint64) error {
+	return b.Exec(ctx, `INSERT INTO `+table+` (tenant_id, inquiry_id, desired_version) VALUES (?, ?, ?)
+		ON CONFLICT (tenant_id, inquiry_id) DO UPDATE SET desired_version = CASE WHEN `+table+`.desired_version > excluded.desired_version
+		THEN `+table+`.desired_version ELSE excluded.desired_version END`, tenant, id, v)
 }
