@@ -301,9 +301,6 @@ func (c *CopyRows) Int64(v int64) {
 // Null appends a NULL.
 func (c *CopyRows) Null() { c.buf = binary.BigEndian.AppendUint32(c.buf, 0xffffffff) }
 
-// Len is the number of rows.
-func (c *CopyRows) Len() int { return c.n }
-
 func (c *CopyRows) reader() io.Reader {
 	return io.MultiReader(bytes.NewReader(c.buf), bytes.NewReader([]byte{0xff, 0xff}))
 }

@@ -246,7 +246,7 @@ func (q *Projection) Apply(ctx context.Context, b *projections.Batch) error {
 	// Inquiries received in this batch are not looked up: their rows are copied as new, and the
 	// copy fails on the primary key if one exists after all (the batch is being applied again),
 	// in which case the batch is written again with every row looked up.
-	if err := savepoint(ctx, b, "SAVEPOINT qm_born"); err != nil {
+	if err := b.Exec(ctx, "SAVEPOINT qm_born"); err != nil {
 		return err
 	}
 	err := write(ctx, b, p, p.born)
@@ -255,17 +255,12 @@ func (q *Projection) Apply(ctx context.Context, b *projections.Batch) error {
 		if err != nil {
 			return err
 		}
-		return savepoint(ctx, b, "RELEASE SAVEPOINT qm_born")
+		return b.Exec(ctx, "RELEASE SAVEPOINT qm_born")
 	}
-	if err := savepoint(ctx, b, "ROLLBACK TO SAVEPOINT qm_born"); err != nil {
+	if err := b.Exec(ctx, "ROLLBACK TO SAVEPOINT qm_born"); err != nil {
 		return err
 	}
 	return write(ctx, b, p, nil)
-}
-
-func savepoint(ctx context.Context, b *projections.Batch, stmt string) error {
-	_, err := b.Tx.ExecContext(ctx, stmt)
-	return err
 }
 
 // write folds the batch into the stored rows and writes them with the timeline. Keys in skip are
