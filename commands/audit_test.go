@@ -181,26 +181,16 @@ func TestAuditEntries(t *testing.T) {
 	if err != nil || len(foreign) != 1 || foreign[0].Code != "not_found" || foreign[0].Actor != tb.otherOrg.ID {
 		t.Fatalf("globex's audit = %+v, %v", foreign, err)
 	}
-	rows, err := tb.db.QueryContext(ctx, `SELECT request_id || tenant_id || actor || command || inquiry_id || outcome || code FROM command_audit`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	n := 0
-	for rows.Next() {
-		var s string
-		if err := rows.Scan(&s); err != nil {
-			t.Fatal(err)
-		}
-		n++
+	audit := dbtest.Strings(t, tb.db, `SELECT request_id || tenant_id || actor || command || inquiry_id || outcome || code FROM command_audit`)
+	for _, s := range audit {
 		for _, pii := range []string{"Ada", "ada@example.com", "Broken", "It broke", "Vic", "Olga", "secret", "withdrew"} {
 			if strings.Contains(s, pii) {
 				t.Errorf("audit row %q contains %q", s, pii)
 			}
 		}
 	}
-	if err := rows.Err(); err != nil || n != 8 {
-		t.Fatalf("%d audit rows (%v), want 8", n, err)
+	if len(audit) != 8 {
+		t.Fatalf("%d audit rows, want 8", len(audit))
 	}
 }
 

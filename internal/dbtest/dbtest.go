@@ -50,3 +50,25 @@ func Each(t *testing.T, fn func(t *testing.T, db *sqldb.DB)) {
 		})
 	}
 }
+
+// Strings runs a query that selects one text column and returns its rows in order.
+func Strings(t testing.TB, db *sqldb.DB, query string, args ...any) []string {
+	t.Helper()
+	rows, err := db.QueryContext(t.Context(), db.Rebind(query), args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, s)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}

@@ -1,9 +1,7 @@
 package sqldb_test
 
 import (
-	"context"
 	"errors"
-	"fmt"
 	"slices"
 	"testing"
 
@@ -48,7 +46,7 @@ func TestCopyFromIsPartOfTheTransaction(t *testing.T) {
 		if !errors.Is(err, errBoom) {
 			t.Fatalf("InConnTx = %v, want the callback's error", err)
 		}
-		if got := contents(ctx, t, db); len(got) != 0 {
+		if got := contents(t, db); len(got) != 0 {
 			t.Fatalf("after rollback the table holds %v", got)
 		}
 		if db.Dialect != sqldb.Postgres {
@@ -67,7 +65,7 @@ func TestCopyFromIsPartOfTheTransaction(t *testing.T) {
 			t.Fatal(err)
 		}
 		want := []string{"a/0", "after/9", "b/1", "before/-1", "c/2"}
-		if diff := cmp.Diff(want, contents(ctx, t, db)); diff != "" {
+		if diff := cmp.Diff(want, contents(t, db)); diff != "" {
 			t.Fatalf("table after commit (-want +got):\n%s", diff)
 		}
 	})
@@ -102,32 +100,16 @@ func TestCopyFromRejectsBadRows(t *testing.T) {
 			if err == nil {
 				t.Errorf("%s: copied", name)
 			}
-			if got := contents(ctx, t, db); len(got) != 0 {
+			if got := contents(t, db); len(got) != 0 {
 				t.Fatalf("%s: after a failed copy the table holds %v", name, got)
 			}
 		}
 	})
 }
 
-func contents(ctx context.Context, t *testing.T, db *sqldb.DB) []string {
+func contents(t *testing.T, db *sqldb.DB) []string {
 	t.Helper()
-	rows, err := db.QueryContext(ctx, `SELECT k, n FROM copied`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var k string
-		var n int64
-		if err := rows.Scan(&k, &n); err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, fmt.Sprintf("%s/%d", k, n))
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
-	}
+	out := dbtest.Strings(t, db, `SELECT k || '/' || n FROM copied`)
 	slices.Sort(out)
 	return out
 }

@@ -240,22 +240,7 @@ func TestFinalizeBuildsIndexes(t *testing.T) {
 		if db.Dialect == sqldb.Postgres {
 			q = `SELECT indexname FROM pg_indexes WHERE schemaname = current_schema() AND indexname LIKE 'qm\_%' AND indexname NOT LIKE '%pkey' ORDER BY indexname`
 		}
-		rows, err := db.QueryContext(ctx, q)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer rows.Close()
-		var got []string
-		for rows.Next() {
-			var name string
-			if err := rows.Scan(&name); err != nil {
-				t.Fatal(err)
-			}
-			got = append(got, name)
-		}
-		if err := rows.Err(); err != nil {
-			t.Fatal(err)
-		}
+		got := dbtest.Strings(t, db, q)
 		want := []string{"qm_inquiries_g7_list", "qm_inquiries_g7_status", "qm_timeline_g7_key"}
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Fatalf("indexes (-want +got):\n%s", diff)

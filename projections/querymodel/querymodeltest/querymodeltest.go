@@ -4,6 +4,7 @@ package querymodeltest
 import (
 	"testing"
 
+	"github.com/casebook/casebook/internal/dbtest"
 	"github.com/casebook/casebook/internal/sqldb"
 )
 
@@ -18,21 +19,7 @@ func Snapshot(t testing.TB, db *sqldb.DB) []string {
 		`SELECT tenant_id || '|' || inquiry_id || '|' || version || '|' || type || '|' || actor || '|' || data
 			FROM qm_timeline ORDER BY tenant_id, inquiry_id, version`,
 	} {
-		rows, err := db.QueryContext(t.Context(), q)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for rows.Next() {
-			var s string
-			if err := rows.Scan(&s); err != nil {
-				t.Fatal(err)
-			}
-			out = append(out, s)
-		}
-		if err := rows.Err(); err != nil {
-			t.Fatal(err)
-		}
-		_ = rows.Close()
+		out = append(out, dbtest.Strings(t, db, q)...)
 	}
 	return out
 }
