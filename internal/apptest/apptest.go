@@ -3,10 +3,15 @@
 package apptest
 
 import (
+	"context"
+	"database/sql"
 	"path/filepath"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/rivertype"
 
 	"github.com/casebook/casebook/commands"
 	"github.com/casebook/casebook/domain"
@@ -66,4 +71,35 @@ func Transition(t testing.TB, a *app.App, actor domain.Principal, id domain.Inqu
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+// Open opens the application with cfg; it is closed when t ends.
+func Open(t testing.TB, cfg app.Config) *app.App {
+	t.Helper()
+	a, err := app.Open(t.Context(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = a.Close() })
+	return a
+}
+
+// CatchUp runs every subscriber of a until it has applied the whole log (30 s at most).
+func CatchUp(t testing.TB, a *app.App) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	if err := a.CatchUp(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Jobs lists the River jobs of a kind in insertion order.
+func Jobs(t testing.TB, c *river.Client[*sql.Tx], kind string) []*rivertype.JobRow {
+	t.Helper()
+	res, err := c.JobList(t.Context(), river.NewJobListParams().Kinds(kind).OrderBy(river.JobListOrderByID, river.SortOrderAsc).First(1000))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res.Jobs
 }

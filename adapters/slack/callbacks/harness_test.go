@@ -1,7 +1,6 @@
 package callbacks_test
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -52,11 +51,7 @@ func setup(t *testing.T) *bundle {
 	t.Helper()
 	ctx := t.Context()
 	c := apptest.NewClock(time.Date(2026, 11, 1, 9, 0, 0, 0, time.UTC))
-	a, err := app.Open(ctx, app.Config{DataDir: filepath.Join(t.TempDir(), "data"), Now: c.Now})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = a.Close() })
+	a := apptest.Open(t, app.Config{DataDir: filepath.Join(t.TempDir(), "data"), Now: c.Now})
 	b := &bundle{app: a, clock: c, replies: make(chan string, 64), worked: map[int64]bool{}}
 	resp := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var m struct {
@@ -123,12 +118,7 @@ func (b *bundle) posted(t *testing.T, key string) (domain.InquiryID, string) {
 func (b *bundle) sync(t *testing.T) {
 	t.Helper()
 	b.project(t)
-	jobs, err := b.app.Jobs.JobList(t.Context(), river.NewJobListParams().Kinds(slackproj.SyncArgs{}.Kind()).
-		OrderBy(river.JobListOrderByID, river.SortOrderAsc).First(1000))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, j := range jobs.Jobs {
+	for _, j := range apptest.Jobs(t, b.app.Jobs, slackproj.SyncArgs{}.Kind()) {
 		if b.worked[j.ID] {
 			continue
 		}
@@ -144,14 +134,7 @@ func (b *bundle) sync(t *testing.T) {
 	b.project(t)
 }
 
-func (b *bundle) project(t *testing.T) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
-	defer cancel()
-	if err := b.app.CatchUp(ctx); err != nil {
-		t.Fatal(err)
-	}
-}
+func (b *bundle) project(t *testing.T) { t.Helper(); apptest.CatchUp(t, b.app) }
 
 // click is a block_actions payload from a user of a workspace on a root message.
 func click(teamID, user, ts, action, actionTS, responseURL string) string {

@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/rivertype"
 
 	"github.com/casebook/casebook/adapters/slack/fakeslack"
@@ -63,11 +62,7 @@ func setup(t *testing.T, cfg app.Config) *bundle {
 	ctx := t.Context()
 	c := apptest.NewClock(time.Date(2026, 11, 1, 9, 0, 0, 0, time.UTC))
 	cfg.Now, cfg.Logger = c.Now, slog.New(slog.DiscardHandler)
-	a, err := app.Open(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = a.Close() })
+	a := apptest.Open(t, cfg)
 	fake := fakeslack.NewTestServer(t, fakeslack.Options{})
 	ten, _, _, err := a.Tenancy.CreateTenant(ctx, "acme")
 	if err != nil {
@@ -107,23 +102,11 @@ func (b *bundle) transition(t *testing.T, id domain.InquiryID, to domain.Status,
 	apptest.Transition(t, b.app, b.op, id, to, priority)
 }
 
-func (b *bundle) project(t *testing.T) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
-	defer cancel()
-	if err := b.app.CatchUp(ctx); err != nil {
-		t.Fatal(err)
-	}
-}
+func (b *bundle) project(t *testing.T) { t.Helper(); apptest.CatchUp(t, b.app) }
 
 func (b *bundle) jobs(t *testing.T, kind string) []*rivertype.JobRow {
 	t.Helper()
-	res, err := b.app.Lists.Jobs.JobList(t.Context(), river.NewJobListParams().Kinds(kind).
-		OrderBy(river.JobListOrderByID, river.SortOrderAsc).First(1000))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return res.Jobs
+	return apptest.Jobs(t, b.app.Lists.Jobs, kind)
 }
 
 func syncJobs(t *testing.T, b *bundle) []*rivertype.JobRow { return b.jobs(t, lists.SyncArgs{}.Kind()) }

@@ -48,11 +48,7 @@ func setup(t *testing.T, cfg app.Config, clearance string) *bundle {
 	c := apptest.NewClock(time.Date(2026, 11, 1, 9, 0, 0, 0, time.UTC))
 	cfg.Now, cfg.PublicURL = c.Now, "https://casebook.example"
 	cfg.SlackPollInterval = 20 * time.Millisecond
-	a, err := app.Open(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = a.Close() })
+	a := apptest.Open(t, cfg)
 	fake := fakeslack.NewTestServer(t, fakeslack.Options{Channels: []string{channel}})
 	ten, admin, _, err := a.Tenancy.CreateTenant(ctx, "acme")
 	if err != nil {
@@ -91,24 +87,12 @@ func (b *bundle) transition(t *testing.T, id domain.InquiryID, to domain.Status,
 }
 
 // project runs every subscriber until it has applied the whole log.
-func (b *bundle) project(t *testing.T) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
-	defer cancel()
-	if err := b.app.CatchUp(ctx); err != nil {
-		t.Fatal(err)
-	}
-}
+func (b *bundle) project(t *testing.T) { t.Helper(); apptest.CatchUp(t, b.app) }
 
 // jobs lists the tenant's Slack jobs in insertion order.
 func (b *bundle) jobs(t *testing.T) []*rivertype.JobRow {
 	t.Helper()
-	res, err := b.app.Jobs.JobList(t.Context(), river.NewJobListParams().Kinds(slackproj.SyncArgs{}.Kind()).
-		OrderBy(river.JobListOrderByID, river.SortOrderAsc).First(1000))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return res.Jobs
+	return apptest.Jobs(t, b.app.Jobs, slackproj.SyncArgs{}.Kind())
 }
 
 // work runs the worker directly on every job not worked yet and returns their results.
