@@ -46,14 +46,7 @@ type Worker struct {
 	Load  slackproj.Loader
 	// PageLimit is the items.list page size of a marker lookup (default 100).
 	PageLimit int
-	// ProbeEvery is how often an open circuit lets one job through (default 5 min).
-	ProbeEvery time.Duration
-	// AttemptStale is how old a recorded create attempt must be before another job reconciles it:
-	// longer than any in-flight call (default 1 min).
-	AttemptStale time.Duration
-	// InFlightRecheck is how soon a job that found another job's create in flight looks again: by
-	// then the other has usually recorded its result (default 2 s; reconciling waits AttemptStale).
-	InFlightRecheck time.Duration
+	slackproj.Timing
 
 	beforeCreate func()       // test hook: a create about to be sent
 	afterCreate  func() error // test hook: a crash between the create and its record
@@ -65,15 +58,7 @@ func (w *Worker) defaults() {
 		if w.PageLimit == 0 {
 			w.PageLimit = 100
 		}
-		if w.ProbeEvery == 0 {
-			w.ProbeEvery = 5 * time.Minute
-		}
-		if w.AttemptStale == 0 {
-			w.AttemptStale = time.Minute
-		}
-		if w.InFlightRecheck == 0 {
-			w.InFlightRecheck = min(2*time.Second, w.AttemptStale)
-		}
+		w.Timing = w.WithDefaults()
 	})
 }
 

@@ -54,17 +54,36 @@ type Worker struct {
 	LinkBase string
 	// HistoryLimit is how many recent top-level messages reconciliation reads (default 200).
 	HistoryLimit int
-	// ProbeEvery is how often an open circuit lets one job through as a probe (default 5 min).
-	ProbeEvery time.Duration
-	// AttemptStale is how old a recorded attempt must be before another job reconciles it: longer
-	// than any in-flight call (default 1 min; the HTTP client times out after 10 s).
-	AttemptStale time.Duration
-	// InFlightRecheck is how soon a job that found another job's post in flight looks again: by
-	// then the other has usually recorded its result (default 2 s; reconciling waits AttemptStale).
-	InFlightRecheck time.Duration
+	Timing
 
 	afterPost func() error // test hook: a crash between the post and its record
 	once      sync.Once
+}
+
+// Timing paces a Slack effect worker (threads here, List rows in package lists).
+type Timing struct {
+	// ProbeEvery is how often an open circuit lets one job through as a probe (default 5 min).
+	ProbeEvery time.Duration
+	// AttemptStale is how old a recorded create attempt must be before another job reconciles it:
+	// longer than any in-flight call (default 1 min; the HTTP client times out after 10 s).
+	AttemptStale time.Duration
+	// InFlightRecheck is how soon a job that found another job's create in flight looks again: by
+	// then the other has usually recorded its result (default 2 s; reconciling waits AttemptStale).
+	InFlightRecheck time.Duration
+}
+
+// WithDefaults returns t with its zero fields set to their defaults.
+func (t Timing) WithDefaults() Timing {
+	if t.ProbeEvery == 0 {
+		t.ProbeEvery = 5 * time.Minute
+	}
+	if t.AttemptStale == 0 {
+		t.AttemptStale = time.Minute
+	}
+	if t.InFlightRecheck == 0 {
+		t.InFlightRecheck = min(2*time.Second, t.AttemptStale)
+	}
+	return t
 }
 
 func (w *Worker) defaults() { w.once.Do(w.setDefaults) }
@@ -73,15 +92,7 @@ func (w *Worker) setDefaults() {
 	if w.HistoryLimit == 0 {
 		w.HistoryLimit = 200
 	}
-	if w.ProbeEvery == 0 {
-		w.ProbeEvery = 5 * time.Minute
-	}
-	if w.AttemptStale == 0 {
-		w.AttemptStale = time.Minute
-	}
-	if w.InFlightRecheck == 0 {
-		w.InFlightRecheck = min(2*time.Second, w.AttemptStale)
-	}
+	w.Timing = w.WithDefaults()
 }
 
 // Work implements river.Worker.
