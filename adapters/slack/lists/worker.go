@@ -100,6 +100,19 @@ func (w *Worker) active(ctx context.Context, tenant domain.TenantID, list string
 
 func inScope(c Config, q *domain.Inquiry) bool { return c.Team == "" || c.Team == q.Team }
 
+// admit lets a job past the List's cooldown and circuit (a snooze while they hold it back) and
+// returns the installation's client.
+func (w *Worker) admit(ctx context.Context, c Config, tenant domain.TenantID) (*slack.Client, error) {
+	wait, err := w.Store.gate(ctx, c, w.ProbeEvery)
+	if err != nil {
+		return nil, err
+	}
+	if wait > 0 {
+		return nil, river.JobSnooze(wait)
+	}
+	return w.Store.client(ctx, tenant, c.InstallationID)
+}
+
 // Sync brings an inquiry's row in the List to the newest canonical version: create (never
 // blindly) or adopt while unmapped and active, update while mapped, delete at once when the
 // inquiry left the List's team.
@@ -128,14 +141,7 @@ func (w *Worker) Sync(ctx context.Context, a SyncArgs) error {
 	case r.RowID != "" && scoped && r.Observed >= q.Version:
 		return nil // coalesced: this version or a newer one is shown
 	}
-	wait, err := w.Store.gate(ctx, c, w.ProbeEvery)
-	if err != nil {
-		return err
-	}
-	if wait > 0 {
-		return river.JobSnooze(wait)
-	}
-	api, err := w.Store.client(ctx, a.Tenant, c.InstallationID)
+	api, err := w.admit(ctx, c, a.Tenant)
 	if err != nil {
 		return err
 	}
@@ -318,14 +324,7 @@ func (w *Worker) Remove(ctx context.Context, a RemoveArgs) error {
 	if r.RowID == "" {
 		return nil
 	}
-	wait, err := w.Store.gate(ctx, c, w.ProbeEvery)
-	if err != nil {
-		return err
-	}
-	if wait > 0 {
-		return river.JobSnooze(wait)
-	}
-	api, err := w.Store.client(ctx, a.Tenant, c.InstallationID)
+	api, err := w.admit(ctx, c, a.Tenant)
 	if err != nil {
 		return err
 	}
