@@ -433,16 +433,25 @@ func (s *Server) Messages(channelID string) []Message {
 	return out
 }
 
+// lookup finds a message (top-level or reply) for the inspection helpers; s.mu must be held.
+func (s *Server) lookup(channelID, ts string) (*channel, *message, error) {
+	c, ok := s.channels[channelID]
+	if !ok {
+		return nil, nil, fmt.Errorf("channel %s: %w", channelID, ErrNotFound)
+	}
+	m, _ := c.find(ts)
+	if m == nil {
+		return nil, nil, fmt.Errorf("message %s: %w", ts, ErrNotFound)
+	}
+	return c, m, nil
+}
+
 // Message returns one message (top-level or reply) by ts.
 func (s *Server) Message(channelID, ts string) (Message, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	c, ok := s.channels[channelID]
-	if !ok {
-		return Message{}, false
-	}
-	m, _ := c.find(ts)
-	if m == nil {
+	c, m, err := s.lookup(channelID, ts)
+	if err != nil {
 		return Message{}, false
 	}
 	snap := snapshotMessage(c, m)
@@ -509,13 +518,9 @@ func (s *Server) InjectMessage(channelID string, m Message) (string, error) {
 func (s *Server) EditMessage(channelID, ts string, edit func(*Message)) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	c, ok := s.channels[channelID]
-	if !ok {
-		return fmt.Errorf("channel %s: %w", channelID, ErrNotFound)
-	}
-	m, _ := c.find(ts)
-	if m == nil {
-		return fmt.Errorf("message %s: %w", ts, ErrNotFound)
+	c, m, err := s.lookup(channelID, ts)
+	if err != nil {
+		return err
 	}
 	snap := snapshotMessage(c, m)
 	edit(&snap)
@@ -536,13 +541,9 @@ func (s *Server) EditMessage(channelID, ts string, edit func(*Message)) error {
 func (s *Server) RemoveMessage(channelID, ts string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	c, ok := s.channels[channelID]
-	if !ok {
-		return fmt.Errorf("channel %s: %w", channelID, ErrNotFound)
-	}
-	m, _ := c.find(ts)
-	if m == nil {
-		return fmt.Errorf("message %s: %w", ts, ErrNotFound)
+	c, m, err := s.lookup(channelID, ts)
+	if err != nil {
+		return err
 	}
 	c.remove(m)
 	return nil
