@@ -98,6 +98,24 @@ func Decode(typ string, schemaVersion int, data []byte) (Event, error) {
 		e = &InquiryAssigned{}
 	case "NoteAdded":
 		e = &NoteAdded{}
+	case "FollowUpScheduled":
+		e = &FollowUpScheduled{}
+	case "FollowUpCancelled":
+		e = &FollowUpCancelled{}
+	case "DueDateSet":
+		e = &DueDateSet{}
+	case "WatcherAdded":
+		e = &WatcherAdded{}
+	case "InquiryRouted":
+		e = &InquiryRouted{}
+	case "FollowUpDue":
+		e = &FollowUpDue{}
+	case "SLAWarning":
+		e = &SLAWarning{}
+	case "SLABreached":
+		e = &SLABreached{}
+	case "InquiryEscalated":
+		e = &InquiryEscalated{}
 	default:
 		return nil, fmt.Errorf("decode: unknown event type %q", typ)
 	}
@@ -118,6 +136,24 @@ func deref(e Event) Event {
 	case *InquiryAssigned:
 		return *v
 	case *NoteAdded:
+		return *v
+	case *FollowUpScheduled:
+		return *v
+	case *FollowUpCancelled:
+		return *v
+	case *DueDateSet:
+		return *v
+	case *WatcherAdded:
+		return *v
+	case *InquiryRouted:
+		return *v
+	case *FollowUpDue:
+		return *v
+	case *SLAWarning:
+		return *v
+	case *SLABreached:
+		return *v
+	case *InquiryEscalated:
 		return *v
 	}
 	return e

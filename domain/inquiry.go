@@ -24,6 +24,22 @@ type Inquiry struct {
 	CreatedAt time.Time
 	UpdatedAt time.Time
 	ClosedAt  time.Time
+
+	// Due dates, reminders and the SLA clock's facts (due.go, sla.go).
+	DueAt            time.Time
+	FollowUps        map[string]FollowUp // pending reminders by job id
+	Watchers         []PrincipalID
+	EscalationLevel  int
+	FirstRespondedAt time.Time
+	Warnings         map[string]time.Time // SLA target → the due time warned about
+	Breaches         map[string]time.Time // SLA target → the due time that passed
+	// Paused holds the closed intervals in which the resolution clock stood still (waiting,
+	// resolved); PausedSince is set while it stands still now.
+	Paused      [][2]time.Time
+	PausedSince time.Time
+	// SLAGeneration changes whenever the SLA clock may have changed (triage, status, first
+	// response); an SLA due job of an older generation does nothing.
+	SLAGeneration uint64
 }
 
 // Exists reports whether the inquiry has been received.
@@ -53,6 +69,7 @@ func (q *Inquiry) Apply(e Event, at time.Time) {
 		q.Owner, q.Team = e.Owner, e.Team
 	case NoteAdded:
 	}
+	q.applyDue(e, at)
 	q.Version++
 	q.UpdatedAt = at
 }

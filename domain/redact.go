@@ -42,3 +42,9 @@ func (q Inquiry) LogValue() slog.Value {
 		slog.String("owner", string(q.Owner)), slog.Uint64("version", q.Version), slog.Any("requester", q.Requester),
 		slog.Int("subject_len", utf8.RuneCountInString(q.Subject)), slog.Int("message_len", utf8.RuneCountInString(q.Message)))
 }
+
+// LogValue implements slog.LogValuer; a follow-up's note is operator text about the requester.
+func (e FollowUpScheduled) LogValue() slog.Value {
+	return slog.GroupValue(slog.String("type", e.EventType()), slog.String("job_id", e.JobID),
+		slog.Time("due_at", e.DueAt), slog.Int("note_len", utf8.RuneCountInString(e.Note)))
+}

@@ -129,6 +129,10 @@ var FieldClasses = map[string]Classification{
 	"message":         Personal,
 	"note.body":       Personal,
 	"reason":          Internal,
+	"due_at":          Internal,
+	"follow_up.note":  Personal,
+	"watchers":        Internal,
+	"escalation":      Internal, // level and breached targets
 }
 
 // Cleared reports whether field may be shown at a destination of the given clearance. Unknown fields
