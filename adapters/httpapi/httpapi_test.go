@@ -13,13 +13,13 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/casebook/casebook/adapters/httpapi"
 	"github.com/casebook/casebook/domain"
 	"github.com/casebook/casebook/internal/app"
+	"github.com/casebook/casebook/internal/apptest"
 	"github.com/casebook/casebook/internal/ratelimit"
 )
 
@@ -407,26 +407,9 @@ func TestHealth(t *testing.T) {
 		t.Fatalf("healthz = %d", r.status)
 	}
 	// Readiness follows the subscribers: wait for every one to catch up, then expect 200.
-	head, _ := tb.app.Store.Head(t.Context())
-	for _, r := range tb.app.Runners {
-		if err := r.WaitFor(t.Context(), head); err != nil {
-			t.Fatal(err)
-		}
-	}
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
-	defer cancel()
-	probe := time.NewTicker(10 * time.Millisecond)
-	defer probe.Stop()
-	for {
-		r := tb.do(t, "GET", "/readyz", "", nil, "")
-		if r.status == 200 {
-			return
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("readyz = %d %s", r.status, r.raw)
-		case <-probe.C:
-		}
+	apptest.WaitReady(t, tb.app)
+	if r := tb.do(t, "GET", "/readyz", "", nil, ""); r.status != 200 {
+		t.Fatalf("readyz = %d %s", r.status, r.raw)
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/casebook/casebook/domain"
 	"github.com/casebook/casebook/eventstore/kurrent/kurrenttest"
 	"github.com/casebook/casebook/internal/app"
+	"github.com/casebook/casebook/internal/apptest"
 	"github.com/casebook/casebook/internal/pgtest"
 	"github.com/casebook/casebook/internal/ratelimit"
 )
@@ -106,6 +107,9 @@ func flow(t *testing.T, a *app.App, base string) {
 	if n := len(tl["items"].([]any)); n != 5 {
 		t.Fatalf("timeline has %d entries, want 5", n)
 	}
+	// The subscribers catch up asynchronously: readiness is asserted once they have applied
+	// every write above, never right after the last one.
+	apptest.WaitReady(t, a)
 	call(t, "GET", base+"/readyz", "", nil, "", 200)
 }
 
@@ -144,3 +148,4 @@ func TestEventStoreURLNeedsDatabaseURL(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 }
+

@@ -94,6 +94,36 @@ func CatchUp(t testing.TB, a *app.App) {
 	}
 }
 
+// WaitReady waits (30 s at most) until every subscriber of a running a has applied the log's head
+// as it stands now and a.Ready reports ready, as /readyz would. It fails t with the last reason.
+func WaitReady(t testing.TB, a *app.App) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	head, err := a.Store.Head(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range a.Runners {
+		if err := r.WaitFor(ctx, head); err != nil {
+			t.Fatalf("projection %s did not reach the head: %v", r.Projection.Name(), err)
+		}
+	}
+	probe := time.NewTicker(10 * time.Millisecond)
+	defer probe.Stop()
+	for {
+		err := a.Ready()
+		if err == nil {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("not ready: %v", err)
+		case <-probe.C:
+		}
+	}
+}
+
 // Jobs lists the River jobs of a kind in insertion order.
 func Jobs(t testing.TB, c *river.Client[*sql.Tx], kind string) []*rivertype.JobRow {
 	t.Helper()
