@@ -82,7 +82,8 @@ func (s *Server) retryParked(skip bool) http.HandlerFunc {
 	}
 }
 
-// RequestMetrics counts requests by route template and status.
+// RequestMetrics counts requests by route template, method (or OTHER) and status class; no label
+// takes a value a client chose, so the series are bounded and reveal no tenant.
 type RequestMetrics struct {
 	requests *prometheus.CounterVec
 	duration *prometheus.HistogramVec
@@ -91,7 +92,7 @@ type RequestMetrics struct {
 // NewRequestMetrics registers the HTTP metrics with reg.
 func NewRequestMetrics(reg prometheus.Registerer) *RequestMetrics {
 	m := &RequestMetrics{
-		requests: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "casebook_http_requests_total", Help: "HTTP requests by route template, method and status."},
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "casebook_http_requests_total", Help: "HTTP requests by route template, method (known ones, else OTHER) and status class (2xx…)."},
 			[]string{"route", "method", "status"}),
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "casebook_http_request_duration_seconds", Help: "HTTP request latency by route template.",
 			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16)}, []string{"route"}),

@@ -92,6 +92,10 @@ func newFormKey() string {
 
 // formPage is GET /f/{tenant_slug}.
 func (s *Server) formPage(w http.ResponseWriter, r *http.Request) {
+	if err := s.admitPage(w, r); err != nil {
+		s.renderFormError(w, r, err)
+		return
+	}
 	t, _, err := s.Tenancy.PublicTenant(r.Context(), mux.Vars(r)["tenant_slug"])
 	if err != nil {
 		s.renderFormError(w, r, err)
@@ -145,10 +149,10 @@ func decodeForm(w http.ResponseWriter, r *http.Request, limit int64) (publicInqu
 	}
 	for k, v := range vals {
 		if !formFields[k] {
-			return in, "", badRequest("unknown field " + strconv.Quote(k))
+			return in, "", badRequest("unknown field " + strconv.Quote(truncate(k)))
 		}
 		if len(v) > 1 {
-			return in, "", badRequest("field " + strconv.Quote(k) + " given more than once")
+			return in, "", badRequest("field " + strconv.Quote(truncate(k)) + " given more than once")
 		}
 	}
 	in = publicInquiry{Name: vals.Get("name"), Email: vals.Get("email"), Subject: vals.Get("subject"), Message: vals.Get("message"),

@@ -119,6 +119,9 @@ type publicState struct {
 	cfg     PublicConfig
 	clients *ratelimit.Keyed
 	tenants *ratelimit.Keyed
+	// pages limits form page views per client at the submissions' rate: a page reveals whether a
+	// tenant exists as an intake does, but viewing it does not spend the client's submissions.
+	pages *ratelimit.Keyed
 	// secret keys client-address hashes and decoy receipts. It is random per process: both only need
 	// to be stable while the in-memory limiters are.
 	secret []byte
@@ -142,6 +145,7 @@ func newPublicState(cfg PublicConfig) *publicState {
 	_, _ = rand.Read(p.secret)
 	p.clients = ratelimit.New(cfg.ClientRate, cfg.Now)
 	p.tenants = ratelimit.New(cfg.TenantRate, cfg.Now)
+	p.pages = ratelimit.New(cfg.ClientRate, cfg.Now)
 	return p
 }
 
@@ -210,6 +214,16 @@ func (s *Server) admitPublic(w http.ResponseWriter, r *http.Request) (admitted, 
 		return a, s.limited(w, r, "tenant_rate_limit", a.client, retry)
 	}
 	return a, nil
+}
+
+// admitPage rate-limits a public page view per client, before the tenant lookup.
+func (s *Server) admitPage(w http.ResponseWriter, r *http.Request) error {
+	p := s.public
+	client := clientKey(p.secret, clientAddr(r, p.cfg.TrustedProxies))
+	if ok, retry := p.pages.Allow(client); !ok {
+		return s.limited(w, r, "client_rate_limit", client, retry)
+	}
+	return nil
 }
 
 // originPolicy is the CSRF policy of a tenant's public intake: same-origin and non-browser requests

@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"log/slog"
 
@@ -137,8 +138,49 @@ func requestID(ctx context.Context) string {
 	return id
 }
 
+// knownMethods are the methods the API may route; anything else is refused before routing (501, as
+// RFC 9110 §15.6.2 says for a method the server does not recognise) and counted as OTHER.
+var knownMethods = map[string]bool{
+	http.MethodGet: true, http.MethodHead: true, http.MethodPost: true, http.MethodPut: true,
+	http.MethodPatch: true, http.MethodDelete: true, http.MethodOptions: true,
+}
+
+// methodLabel is r's method if known, else "OTHER": metric series and log fields take values from
+// fixed sets only, whatever a client sends.
+func methodLabel(method string) string {
+	if knownMethods[method] {
+		return method
+	}
+	return "OTHER"
+}
+
+// statusClass is the metric label of a status: "2xx", "4xx", …
+func statusClass(status int) string {
+	if status < 100 || status > 599 {
+		return "other"
+	}
+	return strconv.Itoa(status/100) + "xx"
+}
+
+// MaxLogField bounds any log field or error message copied from a request (a field name, a
+// header's value), in bytes.
+const MaxLogField = 64
+
+// truncate cuts s to at most MaxLogField bytes, on a rune boundary, marking the cut with "…".
+func truncate(s string) string {
+	if len(s) <= MaxLogField {
+		return s
+	}
+	cut := MaxLogField
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
+}
+
 // withRequestID gives every request an opaque id (echoed in X-Request-Id) and logs one line per
-// request without bodies, headers or query strings, which may hold personal data.
+// request without bodies, headers or query strings, which may hold personal data. Every field of the
+// line and every metric label comes from a fixed set (method or OTHER, route template, status).
 func (s *Server) withRequestID(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var b [8]byte
@@ -149,12 +191,17 @@ func (s *Server) withRequestID(next http.Handler) http.Handler {
 		start := time.Now()
 		route := "unmatched"
 		ctx := context.WithValue(context.WithValue(r.Context(), keyRequestID, id), keyRoute, &route)
-		next.ServeHTTP(rec, r.WithContext(ctx))
+		if knownMethods[r.Method] {
+			next.ServeHTTP(rec, r.WithContext(ctx))
+		} else {
+			s.writeError(rec, r.WithContext(ctx), &apiError{http.StatusNotImplemented, "method_not_implemented", "method not implemented"})
+		}
 		elapsed := time.Since(start)
-		s.logger().InfoContext(r.Context(), "http request", "request_id", id, "method", r.Method, "route", route,
+		method := methodLabel(r.Method)
+		s.logger().InfoContext(r.Context(), "http request", "request_id", id, "method", method, "route", route,
 			"status", rec.status, "duration_ms", elapsed.Milliseconds())
 		if m := s.RequestMetrics; m != nil {
-			m.requests.WithLabelValues(route, r.Method, strconv.Itoa(rec.status)).Inc()
+			m.requests.WithLabelValues(route, method, statusClass(rec.status)).Inc()
 			m.duration.WithLabelValues(route).Observe(elapsed.Seconds())
 		}
 	})
@@ -235,9 +282,10 @@ func jsonProblem(err error) string {
 	var te *json.UnmarshalTypeError
 	switch {
 	case errors.As(err, &te):
-		return "field " + te.Field + " has the wrong type"
+		return "field " + strconv.Quote(truncate(te.Field)) + " has the wrong type"
 	case strings.HasPrefix(err.Error(), "json: unknown field "):
-		return strings.TrimPrefix(err.Error(), "json: ")
+		f, _ := strconv.Unquote(strings.TrimPrefix(err.Error(), "json: unknown field "))
+		return "unknown field " + strconv.Quote(truncate(f))
 	}
 	return "malformed JSON"
 }

@@ -154,6 +154,8 @@ func (sf *storageFlags) config(log *slog.Logger) app.Config {
 func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	fs, sf := newFlags("serve", stderr)
 	addr := fs.String("addr", envOr("CASEBOOK_ADDR", "127.0.0.1:8080"), "listen address (CASEBOOK_ADDR)")
+	metricsAddr := fs.String("metrics-addr", envOr("CASEBOOK_METRICS_ADDR", ""),
+		"serve /metrics only on this address, for operators' scrapers; empty: on --addr (CASEBOOK_METRICS_ADDR)")
 	rebuildStale := fs.Bool("rebuild-stale", envOr("CASEBOOK_REBUILD_STALE", "") == "true",
 		"rebuild in the background every projection built by another code version (CASEBOOK_REBUILD_STALE=true)")
 	public := publicFlags(fs)
@@ -168,6 +170,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	log := logger(stderr)
 	cfg := sf.config(log)
 	cfg.RebuildStale = *rebuildStale
+	cfg.MetricsAddr = *metricsAddr
 	cfg.SlackOAuth = *oauth
 	a, err := app.Open(ctx, cfg)
 	if err != nil {

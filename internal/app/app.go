@@ -39,10 +39,15 @@ import (
 // default: one SQLite file holds everything. DatabaseURL selects Postgres for everything; with
 // EventStoreURL too, events live in KurrentDB and the rest in Postgres.
 type Config struct {
-	Addr          string
-	DataDir       string
-	DatabaseURL   string
-	EventStoreURL string
+	Addr string
+	// MetricsAddr, when set, serves /metrics on its own listener (Serve opens it) and not on the
+	// API's address: /metrics is for operators and their scrapers only.
+	MetricsAddr string
+	// MetricsListener, when set, is used instead of opening MetricsAddr (tests, embedding).
+	MetricsListener net.Listener
+	DataDir         string
+	DatabaseURL     string
+	EventStoreURL   string
 	// LeaseTTL is how long a dead replica keeps its subscribers (Postgres modes).
 	LeaseTTL time.Duration
 	// RebuildStale makes Serve rebuild, in the background, every projection whose stored generation
@@ -271,18 +276,51 @@ func (a *App) Ready() error {
 	return nil
 }
 
-// Handler returns the HTTP API.
+// Handler returns the HTTP API; it serves /metrics too unless Config.MetricsAddr is set.
 func (a *App) Handler() http.Handler {
+	api, _ := a.handlers()
+	return api
+}
+
+// handlers returns the HTTP API and the /metrics handler, which the API also serves unless
+// Config.MetricsAddr is set. Metrics carry no tenant id or slug: labels are route templates, known
+// methods and status classes, and per-projection figures over the whole log.
+func (a *App) handlers() (api, metrics http.Handler) {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), projectionCollector{a})
+	metrics = promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
 	s := &httpapi.Server{
 		Commands: a.audited(), Reader: a.Reader, Tenancy: a.Tenancy, QueryModel: a.QueryModel(),
 		Head: a.Store.Head, Ready: a.Ready, Logger: a.Config.Logger, Public: a.Config.Public, Admin: a,
-		Metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), RequestMetrics: httpapi.NewRequestMetrics(reg), Slack: slackAPI{a},
+		RequestMetrics: httpapi.NewRequestMetrics(reg), Slack: slackAPI{a},
 		SlackOAuth:     slackOAuth{a.SlackOAuth},
 		SlackCallbacks: a.Callbacks,
 	}
-	return s.Handler()
+	if !a.separateMetrics() {
+		s.Metrics = metrics
+	}
+	return s.Handler(), metrics
+}
+
+func (a *App) separateMetrics() bool {
+	return a.Config.MetricsAddr != "" || a.Config.MetricsListener != nil
+}
+
+// serveMetrics serves /metrics alone on Config.MetricsListener or MetricsAddr; stop ends it.
+func (a *App) serveMetrics(ctx context.Context, metrics http.Handler) (stop func(), err error) {
+	ln := a.Config.MetricsListener
+	if ln == nil {
+		if ln, err = (&net.ListenConfig{}).Listen(ctx, "tcp", a.Config.MetricsAddr); err != nil {
+			return nil, fmt.Errorf("metrics listener: %w", err)
+		}
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", metrics)
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(a.Config.Logger.Handler(), slog.LevelWarn)}
+	done := make(chan struct{})
+	go func() { _ = srv.Serve(ln); close(done) }()
+	a.Config.Logger.Info("metrics serving", "addr", ln.Addr().String())
+	return func() { _ = srv.Close(); <-done }, nil
 }
 
 // Serve runs the subscribers and the HTTP API on ln until ctx ends, then shuts down gracefully:
@@ -295,6 +333,14 @@ func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 			return err
 		}
 		defer unlock()
+	}
+	api, metrics := a.handlers()
+	if a.separateMetrics() {
+		stopMetrics, err := a.serveMetrics(ctx, metrics)
+		if err != nil {
+			return err
+		}
+		defer stopMetrics()
 	}
 	subCtx, stopSubs := context.WithCancel(context.WithoutCancel(ctx))
 	var wg sync.WaitGroup
@@ -313,7 +359,7 @@ func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 		return fmt.Errorf("start slack list worker: %w", err)
 	}
 	srv := &http.Server{
-		Handler:           a.Handler(),
+		Handler:           api,
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       30 * time.Second,
 		WriteTimeout:      30 * time.Second,

@@ -3,6 +3,7 @@ package app_test
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -149,3 +150,24 @@ func TestEventStoreURLNeedsDatabaseURL(t *testing.T) {
 	}
 }
 
+// TestMetricsOnSeparateAddress: with a metrics address, /metrics is served there only, and the API's
+// address answers 404 for it.
+func TestMetricsOnSeparateAddress(t *testing.T) {
+	t.Parallel()
+	mln, err := (&net.ListenConfig{}).Listen(t.Context(), "tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, base := serve(t, app.Config{DataDir: t.TempDir(), MetricsListener: mln})
+	call(t, "GET", base+"/metrics", "", nil, "", 404)
+	req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, "http://"+mln.Addr().String()+"/metrics", nil)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	if res.StatusCode != 200 || !strings.Contains(string(b), "casebook_projection_lag_events") {
+		t.Fatalf("metrics address: %d %.200s", res.StatusCode, b)
+	}
+}
