@@ -3,6 +3,8 @@ package domain
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 )
 
@@ -80,81 +82,48 @@ func Encode(e Event) (string, []byte, error) {
 	return e.EventType(), b, nil
 }
 
+// decoders maps every event type to its decoder: the one list of the types a stream may hold.
+var decoders = map[string]func([]byte) (Event, error){
+	"InquiryReceived":      decodeAs[InquiryReceived],
+	"InquiryTriaged":       decodeAs[InquiryTriaged],
+	"InquiryStatusChanged": decodeAs[InquiryStatusChanged],
+	"InquiryAssigned":      decodeAs[InquiryAssigned],
+	"NoteAdded":            decodeAs[NoteAdded],
+	"FollowUpScheduled":    decodeAs[FollowUpScheduled],
+	"FollowUpCancelled":    decodeAs[FollowUpCancelled],
+	"DueDateSet":           decodeAs[DueDateSet],
+	"WatcherAdded":         decodeAs[WatcherAdded],
+	"InquiryRouted":        decodeAs[InquiryRouted],
+	"FollowUpDue":          decodeAs[FollowUpDue],
+	"SLAWarning":           decodeAs[SLAWarning],
+	"SLABreached":          decodeAs[SLABreached],
+	"InquiryEscalated":     decodeAs[InquiryEscalated],
+}
+
+func decodeAs[E Event](data []byte) (Event, error) {
+	var e E
+	err := json.Unmarshal(data, &e)
+	return e, err
+}
+
+// EventTypes lists every event type Decode knows, sorted.
+func EventTypes() []string {
+	return slices.Sorted(maps.Keys(decoders))
+}
+
 // Decode parses a payload written by Encode at schemaVersion (0 means current). Unknown types are an
 // error: a reader must never silently skip a fact it does not understand.
 func Decode(typ string, schemaVersion int, data []byte) (Event, error) {
 	if schemaVersion > SchemaVersion {
 		return nil, fmt.Errorf("decode %s: schema version %d is newer than %d", typ, schemaVersion, SchemaVersion)
 	}
-	var e Event
-	switch typ {
-	case "InquiryReceived":
-		e = &InquiryReceived{}
-	case "InquiryTriaged":
-		e = &InquiryTriaged{}
-	case "InquiryStatusChanged":
-		e = &InquiryStatusChanged{}
-	case "InquiryAssigned":
-		e = &InquiryAssigned{}
-	case "NoteAdded":
-		e = &NoteAdded{}
-	case "FollowUpScheduled":
-		e = &FollowUpScheduled{}
-	case "FollowUpCancelled":
-		e = &FollowUpCancelled{}
-	case "DueDateSet":
-		e = &DueDateSet{}
-	case "WatcherAdded":
-		e = &WatcherAdded{}
-	case "InquiryRouted":
-		e = &InquiryRouted{}
-	case "FollowUpDue":
-		e = &FollowUpDue{}
-	case "SLAWarning":
-		e = &SLAWarning{}
-	case "SLABreached":
-		e = &SLABreached{}
-	case "InquiryEscalated":
-		e = &InquiryEscalated{}
-	default:
+	dec, ok := decoders[typ]
+	if !ok {
 		return nil, fmt.Errorf("decode: unknown event type %q", typ)
 	}
-	if err := json.Unmarshal(data, e); err != nil {
+	e, err := dec(data)
+	if err != nil {
 		return nil, fmt.Errorf("decode %s: %w", typ, err)
 	}
-	return deref(e), nil
-}
-
-func deref(e Event) Event {
-	switch v := e.(type) {
-	case *InquiryReceived:
-		return *v
-	case *InquiryTriaged:
-		return *v
-	case *InquiryStatusChanged:
-		return *v
-	case *InquiryAssigned:
-		return *v
-	case *NoteAdded:
-		return *v
-	case *FollowUpScheduled:
-		return *v
-	case *FollowUpCancelled:
-		return *v
-	case *DueDateSet:
-		return *v
-	case *WatcherAdded:
-		return *v
-	case *InquiryRouted:
-		return *v
-	case *FollowUpDue:
-		return *v
-	case *SLAWarning:
-		return *v
-	case *SLABreached:
-		return *v
-	case *InquiryEscalated:
-		return *v
-	}
-	return e
+	return e, nil
 }

@@ -280,3 +280,24 @@ func TestEventCodecRoundTrip(t *testing.T) {
 		t.Error("future schema decoded")
 	}
 }
+
+// TestEventTypesDecode: every listed type decodes to an event of that type, and Encode round-trips it.
+func TestEventTypesDecode(t *testing.T) {
+	t.Parallel()
+	types := domain.EventTypes()
+	if len(types) < 5 {
+		t.Fatalf("EventTypes = %v", types)
+	}
+	for _, typ := range types {
+		e, err := domain.Decode(typ, domain.SchemaVersion, []byte("{}"))
+		if err != nil || e.EventType() != typ {
+			t.Fatalf("Decode(%s) = %T %v", typ, e, err)
+		}
+		if got, _, err := domain.Encode(e); err != nil || got != typ {
+			t.Fatalf("Encode(%T) = %s %v", e, got, err)
+		}
+	}
+	if _, err := domain.Decode("NoSuchEvent", domain.SchemaVersion, []byte("{}")); err == nil {
+		t.Fatal("an unknown type decoded")
+	}
+}

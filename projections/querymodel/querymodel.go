@@ -13,6 +13,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
 
@@ -328,40 +329,60 @@ var errNoInquiry = errors.New("event for an inquiry that was never received")
 // Events at or below a row's version were applied before and change nothing. The inquiry row and
 // its timeline are written in one transaction, so a row at version v has timeline entries 1..v: a
 // plain insert of the new entries cannot collide, and the write path needs no ON CONFLICT probe.
+//
+// The row's columns are folded by domain.Inquiry.Apply, the aggregate's own fold, so the query
+// model and the command side cannot disagree (TestFoldAgreesWithAggregate). Only columns whose fold
+// depends on stored columns alone are kept; the aggregate's other state is not carried over.
 func fold(rows map[key]*row, d decoded) (timelineRow, bool, error) {
 	at := d.meta.OccurredAt.UnixNano()
 	tl := timelineRow{tenant: d.key.tenant, id: d.key.id, version: d.version, typ: d.typ, actor: string(d.meta.Actor), at: at, data: d.timeline}
 	r := rows[d.key]
-	if e, ok := d.event.(domain.InquiryReceived); ok {
-		if r != nil {
-			return tl, false, nil
-		}
-		{
-			rows[d.key] = &row{tenant: d.key.tenant, id: d.key.id, receipt: e.Receipt, version: d.version,
-				status: string(domain.StatusNew), priority: string(e.Priority), source: string(e.Source), cat: e.Category,
-				subject: e.Subject, message: e.Message, name: e.Requester.Name, email: e.Requester.Email,
-				created: at, updated: at, dirty: true}
-		}
-		return tl, true, nil
-	}
-	if r == nil {
+	_, received := d.event.(domain.InquiryReceived)
+	switch {
+	case received && r != nil:
+		return tl, false, nil
+	case received:
+		r = &row{tenant: d.key.tenant, id: d.key.id}
+		rows[d.key] = r
+	case r == nil:
 		return tl, false, errNoInquiry
-	}
-	if d.version <= r.version {
+	case d.version <= r.version:
 		return tl, false, nil
 	}
-	switch e := d.event.(type) {
-	case domain.InquiryTriaged:
-		r.status, r.priority = string(domain.StatusTriaged), string(e.Priority)
-	case domain.InquiryStatusChanged:
-		r.status = string(e.To)
-		r.closed = sql.NullInt64{Int64: at, Valid: e.To.Terminal()}
-	case domain.InquiryAssigned:
-		r.owner, r.team = string(e.Owner), e.Team
-	case domain.NoteAdded:
-	}
-	r.version, r.updated, r.dirty = d.version, at, true
+	q := r.inquiry()
+	q.Apply(d.event, d.meta.OccurredAt)
+	r.set(&q)
+	r.version, r.dirty = d.version, true
 	return tl, true, nil
+}
+
+// inquiry is the row as aggregate state.
+func (r *row) inquiry() domain.Inquiry {
+	q := domain.Inquiry{
+		ID: domain.InquiryID(r.id), TenantID: domain.TenantID(r.tenant), Source: domain.Source(r.source), Receipt: r.receipt,
+		Requester: domain.Requester{Name: r.name, Email: r.email}, Subject: r.subject, Message: r.message, Category: r.cat,
+		Status: domain.Status(r.status), Priority: domain.Priority(r.priority), Owner: domain.PrincipalID(r.owner), Team: r.team,
+		Version: r.version,
+	}
+	if r.created != 0 {
+		q.CreatedAt, q.UpdatedAt = time.Unix(0, r.created), time.Unix(0, r.updated)
+	}
+	if r.closed.Valid {
+		q.ClosedAt = time.Unix(0, r.closed.Int64)
+	}
+	return q
+}
+
+// set stores the columns of q in the row.
+func (r *row) set(q *domain.Inquiry) {
+	r.receipt, r.source, r.cat = q.Receipt, string(q.Source), q.Category
+	r.subject, r.message, r.name, r.email = q.Subject, q.Message, q.Requester.Name, q.Requester.Email
+	r.status, r.priority, r.owner, r.team = string(q.Status), string(q.Priority), string(q.Owner), q.Team
+	r.created, r.updated = q.CreatedAt.UnixNano(), q.UpdatedAt.UnixNano()
+	r.closed = sql.NullInt64{}
+	if !q.ClosedAt.IsZero() {
+		r.closed = sql.NullInt64{Int64: q.ClosedAt.UnixNano(), Valid: true}
+	}
 }
 
 const inquiryCols = `tenant_id, id, receipt, version, status, priority, owner, team, source, category, subject, message,
