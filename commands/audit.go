@@ -2,12 +2,10 @@ package commands
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/casebook/casebook/domain"
@@ -202,25 +200,13 @@ CREATE INDEX IF NOT EXISTS command_audit_tenant ON command_audit (tenant_id, seq
 
 // AuditLog is the command_audit table on SQLite or Postgres. Entries are only ever inserted.
 //
-// Record group-commits: concurrent calls share one transaction, and each returns once the
-// transaction holding its entry has committed. The first caller leads and writes everything queued;
-// when more arrived meanwhile it hands the lead to the oldest waiter. So an entry is durable before
-// the command's answer, at one commit per batch rather than per command.
+// Record group-commits (sqldb.Group): concurrent calls share one transaction, together with the
+// event appends of the embedded store that are waiting at the same time, and each returns once the
+// transaction holding its entry has committed. So an entry is durable before the command's answer,
+// at one commit per batch rather than per command.
 type AuditLog struct {
 	db *sqldb.DB
-
-	mu      sync.Mutex
-	queue   []*queued
-	writing bool
 }
-
-type queued struct {
-	e    AuditEntry
-	done chan error
-}
-
-// errLead tells a waiting Record to write the queue itself.
-var errLead = errors.New("lead the next audit batch")
 
 // NewAuditLog migrates command_audit and returns the log.
 func NewAuditLog(ctx context.Context, db *sqldb.DB) (*AuditLog, error) {
@@ -232,48 +218,11 @@ func NewAuditLog(ctx context.Context, db *sqldb.DB) (*AuditLog, error) {
 
 // Record inserts e and returns once it is committed.
 func (l *AuditLog) Record(ctx context.Context, e AuditEntry) error {
-	me := &queued{e: e, done: make(chan error, 1)}
-	l.mu.Lock()
-	l.queue = append(l.queue, me)
-	lead := !l.writing
-	l.writing = true
-	l.mu.Unlock()
-	if !lead {
-		if err := <-me.done; !errors.Is(err, errLead) {
-			return err
-		}
-	}
-	l.mu.Lock()
-	batch := l.queue
-	l.queue = nil
-	l.mu.Unlock()
-	err := l.insert(ctx, batch)
-	for _, q := range batch {
-		if q != me {
-			q.done <- err
-		}
-	}
-	l.mu.Lock()
-	if len(l.queue) > 0 {
-		l.queue[0].done <- errLead
-	} else {
-		l.writing = false
-	}
-	l.mu.Unlock()
-	return err
-}
-
-func (l *AuditLog) insert(ctx context.Context, batch []*queued) error {
-	err := sqldb.InTx(ctx, l.db, func(tx *sql.Tx) error {
-		for _, q := range batch {
-			e := q.e
-			if _, err := tx.ExecContext(ctx, l.db.Rebind(`INSERT INTO command_audit
-				(request_id, tenant_id, actor, command, inquiry_id, outcome, code, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`),
-				e.RequestID, e.Tenant, e.Actor, e.Command, e.InquiryID, e.Outcome, e.Code, e.At.UnixNano()); err != nil {
-				return err
-			}
-		}
-		return nil
+	q := l.db.Rebind(`INSERT INTO command_audit
+		(request_id, tenant_id, actor, command, inquiry_id, outcome, code, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`)
+	err := sqldb.Group(ctx, l.db, func(ctx context.Context, tx *sqldb.Tx) error {
+		_, err := tx.ExecContext(ctx, q, e.RequestID, e.Tenant, e.Actor, e.Command, e.InquiryID, e.Outcome, e.Code, e.At.UnixNano())
+		return err
 	})
 	if err != nil {
 		return fmt.Errorf("command audit: %w", err)

@@ -1,6 +1,7 @@
 // Package sqlite is the embedded event store: the log lives in the same SQLite file as the query
 // model, checkpoints and keys. SQLite serializes writers, so the sequence order is the commit order
-// and a reader can never skip a late-committing event.
+// and a reader can never skip a late-committing event. Appends made at the same time share one
+// transaction and one fsync (group commit); each is answered only after that commit.
 package sqlite
 
 import (
@@ -68,7 +69,10 @@ func New(ctx context.Context, db *sqldb.DB, opts Options) (*Store, error) {
 	return &Store{db: db, now: opts.Now, wake: make(chan struct{})}, nil
 }
 
-// Append implements eventstore.Store.
+// Append implements eventstore.Store. Concurrent appends are group-committed (sqldb.Group): each
+// checks its expected revision inside the shared transaction, after the appends queued before it,
+// and a failed condition fails only its own append. Append returns only after the transaction
+// holding its events has committed.
 func (s *Store) Append(ctx context.Context, stream string, expected eventstore.ExpectedRevision, events []eventstore.EventData) (eventstore.AppendResult, error) {
 	if stream == "" {
 		return eventstore.AppendResult{}, errors.New("eventstore/sqlite: empty stream name")
@@ -77,7 +81,7 @@ func (s *Store) Append(ctx context.Context, stream string, expected eventstore.E
 		return eventstore.AppendResult{}, errors.New("eventstore/sqlite: nothing to append")
 	}
 	var res eventstore.AppendResult
-	err := sqldb.InTx(ctx, s.db, func(tx *sql.Tx) error {
+	err := sqldb.Group(ctx, s.db, func(ctx context.Context, tx *sqldb.Tx) error {
 		var last sql.NullInt64
 		if err := tx.QueryRowContext(ctx, `SELECT max(revision) FROM events WHERE stream = ?`, stream).Scan(&last); err != nil {
 			return err

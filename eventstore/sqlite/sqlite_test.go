@@ -1,8 +1,12 @@
 package sqlite_test
 
 import (
+	"database/sql"
+	"errors"
+	"fmt"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/casebook/casebook/eventstore"
 	"github.com/casebook/casebook/eventstore/eventstoretest"
@@ -24,4 +28,82 @@ func TestConformance(t *testing.T) {
 		}
 		return s
 	}, eventstoretest.Features{})
+}
+
+// TestAppendsQueuedTogetherCommitOnce: appends that queue while the writer is busy commit in one
+// transaction; the one whose expected revision is stale fails alone, with ErrConcurrency, and the
+// others (including a later one on the same stream that expects the first one's revision) land.
+func TestAppendsQueuedTogetherCommitOnce(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	db, err := sqldb.OpenSQLite(filepath.Join(t.TempDir(), "casebook.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	s, err := sqlite.New(ctx, db, sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Append(ctx, "old", eventstore.NoStream(), eventstoretest.Events("old", 1)); err != nil {
+		t.Fatal(err)
+	}
+	// Hold the file's writer: the appends below queue behind it.
+	hold, held := make(chan struct{}), make(chan error, 1)
+	entered := make(chan struct{})
+	go func() {
+		held <- sqldb.InTx(ctx, db, func(*sql.Tx) error { close(entered); <-hold; return nil })
+	}()
+	<-entered
+	type call struct {
+		stream string
+		exp    eventstore.ExpectedRevision
+		stale  bool
+	}
+	calls := []call{
+		{stream: "a", exp: eventstore.NoStream()},
+		{stream: "old", exp: eventstore.NoStream(), stale: true}, // "old" has an event
+		{stream: "b", exp: eventstore.NoStream()},
+		{stream: "a", exp: eventstore.Exact(0)}, // sees the first call's event in the same transaction
+		{stream: "old", exp: eventstore.Exact(0)},
+	}
+	results := make([]chan error, len(calls))
+	for i, c := range calls {
+		results[i] = make(chan error, 1)
+		go func() {
+			_, err := s.Append(ctx, c.stream, c.exp, eventstoretest.Events(fmt.Sprint("c", i), 1))
+			results[i] <- err
+		}()
+		deadline := time.Now().Add(10 * time.Second)
+		for db.GroupStats().Waiting != i+1 { // bounded poll: queue order is call order
+			if time.Now().After(deadline) {
+				t.Fatalf("append %d never queued", i)
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	before := db.GroupStats()
+	close(hold)
+	if err := <-held; err != nil {
+		t.Fatal(err)
+	}
+	for i, c := range calls {
+		err := <-results[i]
+		if c.stale && !errors.Is(err, eventstore.ErrConcurrency) {
+			t.Errorf("stale append %d = %v, want ErrConcurrency", i, err)
+		}
+		if !c.stale && err != nil {
+			t.Errorf("append %d = %v, want nil", i, err)
+		}
+	}
+	after := db.GroupStats()
+	if after.Commits-before.Commits != 1 || after.Largest != uint64(len(calls)) {
+		t.Fatalf("%d queued appends took %d commits (largest batch %d), want one", len(calls), after.Commits-before.Commits, after.Largest)
+	}
+	for stream, want := range map[string]int{"a": 2, "b": 1, "old": 2} {
+		evs, err := s.ReadStream(ctx, stream, 0, 0)
+		if err != nil || len(evs) != want {
+			t.Errorf("stream %s holds %d events (%v), want %d", stream, len(evs), err, want)
+		}
+	}
 }

@@ -17,6 +17,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/stdlib" // registers the "pgx" driver
@@ -48,6 +49,12 @@ type DB struct {
 	// writer, and queueing here wakes the next writer at once instead of after its busy handler's
 	// sleep. Nil for Postgres.
 	writers chan struct{}
+
+	gateEntered, gateContended atomic.Uint64
+	gateWaited                 atomic.Int64 // nanoseconds
+
+	groupOnce sync.Once
+	group     *group
 }
 
 // sqliteWriters holds the writer gate of each SQLite file opened by this process.
@@ -199,14 +206,11 @@ type Tx struct {
 
 // InConnTx is InTx for callers that also bulk-load rows with Tx.CopyFrom.
 func InConnTx(ctx context.Context, db *DB, fn func(*Tx) error) error {
-	if db.writers != nil {
-		select {
-		case db.writers <- struct{}{}:
-			defer func() { <-db.writers }()
-		case <-ctx.Done():
-			return ctx.Err()
-		}
+	release, err := db.enterGate(ctx)
+	if err != nil {
+		return err
 	}
+	defer release()
 	conn, err := db.Conn(ctx)
 	if err != nil {
 		return err

@@ -1,0 +1,216 @@
+package sqldb
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// MaxGroup bounds how many Group calls share one transaction.
+const MaxGroup = 1024
+
+// group is the queue of Group calls on one handle and the counters of its commits.
+type group struct {
+	mu      sync.Mutex
+	queue   []*groupCall
+	running bool
+
+	commits   atomic.Uint64
+	calls     atomic.Uint64
+	largest   atomic.Uint64
+	abandoned atomic.Uint64
+}
+
+type groupCall struct {
+	ctx  context.Context
+	fn   func(context.Context, *Tx) error
+	done chan error
+}
+
+// GroupStats counts Group's work on a handle since it was opened.
+type GroupStats struct {
+	Commits   uint64 `json:"commits"`   // transactions committed (or attempted) for Group calls
+	Calls     uint64 `json:"calls"`     // calls that ran in them
+	Largest   uint64 `json:"largest"`   // the most calls one transaction held
+	Abandoned uint64 `json:"abandoned"` // calls whose context ended while they were still queued
+	Waiting   int    `json:"waiting"`   // calls queued now, not yet taken by a transaction
+}
+
+// GroupStats reports db's group commits.
+func (db *DB) GroupStats() GroupStats {
+	g := db.groupOf()
+	g.mu.Lock()
+	waiting := len(g.queue)
+	g.mu.Unlock()
+	return GroupStats{Commits: g.commits.Load(), Calls: g.calls.Load(), Largest: g.largest.Load(),
+		Abandoned: g.abandoned.Load(), Waiting: waiting}
+}
+
+func (db *DB) groupOf() *group {
+	db.groupOnce.Do(func() {
+		if db.group == nil {
+			db.group = &group{}
+		}
+	})
+	return db.group
+}
+
+// Group runs fn in a write transaction that it shares with the other Group calls waiting on db
+// (group commit): one writer takes every call queued when it holds the write transaction (at most
+// MaxGroup), runs each fn in its own savepoint, in arrival order, commits once, and only then
+// answers each caller. Concurrent callers thus pay one commit (one fsync on SQLite with
+// synchronous=FULL) per batch, and each is answered only once its writes are durable.
+//
+// fn's error rolls back fn's own writes alone and is returned to its caller; the other calls in
+// the transaction are unaffected. A failed commit is returned to every caller of the batch. fn runs
+// on the writer's goroutine with ctx's values but without its cancellation (ending one caller must
+// not abort the others' transaction); it must not start another transaction on the same file. When
+// ctx ends while the call is still queued, Group returns ctx.Err() and fn never runs; once taken,
+// the call's outcome is awaited.
+func Group(ctx context.Context, db *DB, fn func(context.Context, *Tx) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	g := db.groupOf()
+	me := &groupCall{ctx: context.WithoutCancel(ctx), fn: fn, done: make(chan error, 1)}
+	g.mu.Lock()
+	g.queue = append(g.queue, me)
+	if !g.running {
+		g.running = true
+		go g.run(db)
+	}
+	g.mu.Unlock()
+	select {
+	case err := <-me.done:
+		return err
+	case <-ctx.Done():
+	}
+	g.mu.Lock()
+	if i := slices.Index(g.queue, me); i >= 0 {
+		g.queue = slices.Delete(g.queue, i, i+1)
+		g.mu.Unlock()
+		g.abandoned.Add(1)
+		return ctx.Err()
+	}
+	g.mu.Unlock()
+	return <-me.done // taken: its transaction is under way
+}
+
+// take removes up to MaxGroup queued calls.
+func (g *group) take() []*groupCall {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	n := min(len(g.queue), MaxGroup)
+	batch := slices.Clone(g.queue[:n])
+	g.queue = slices.Delete(g.queue, 0, n)
+	return batch
+}
+
+// run writes batches until the queue is empty, then ends.
+func (g *group) run(db *DB) {
+	for {
+		g.mu.Lock()
+		if len(g.queue) == 0 {
+			g.running = false
+			g.mu.Unlock()
+			return
+		}
+		g.mu.Unlock()
+		g.write(db)
+	}
+}
+
+// write runs one batch: the calls are taken only once the transaction has begun (and, on SQLite,
+// holds the writer gate), so everything that queued meanwhile joins it.
+func (g *group) write(db *DB) {
+	var batch []*groupCall
+	var errs []error
+	err := InConnTx(context.Background(), db, func(tx *Tx) error {
+		batch = g.take()
+		errs = make([]error, len(batch))
+		if len(batch) == 1 {
+			// Alone: the transaction is the savepoint.
+			errs[0] = batch[0].fn(batch[0].ctx, tx)
+			return errs[0]
+		}
+		for i, c := range batch {
+			if _, err := tx.ExecContext(c.ctx, "SAVEPOINT casebook_group"); err != nil {
+				return fmt.Errorf("group commit: savepoint: %w", err)
+			}
+			if errs[i] = c.fn(c.ctx, tx); errs[i] != nil {
+				if _, err := tx.ExecContext(c.ctx, "ROLLBACK TO SAVEPOINT casebook_group"); err != nil {
+					return fmt.Errorf("group commit: roll back to savepoint: %w", err)
+				}
+			}
+			if _, err := tx.ExecContext(c.ctx, "RELEASE SAVEPOINT casebook_group"); err != nil {
+				return fmt.Errorf("group commit: release savepoint: %w", err)
+			}
+		}
+		return nil
+	})
+	if batch == nil { // the transaction never began: fail what is queued now, with its error
+		batch = g.take()
+		errs = make([]error, len(batch))
+	}
+	if len(batch) == 0 {
+		return
+	}
+	g.commits.Add(1)
+	g.calls.Add(uint64(len(batch)))
+	for {
+		l := g.largest.Load()
+		if uint64(len(batch)) <= l || g.largest.CompareAndSwap(l, uint64(len(batch))) {
+			break
+		}
+	}
+	for i, c := range batch {
+		switch {
+		case len(batch) == 1 && errs[0] != nil:
+			c.done <- errs[0]
+		case err != nil && errs[i] == nil:
+			c.done <- err
+		case err != nil:
+			c.done <- errors.Join(errs[i], err)
+		default:
+			c.done <- errs[i]
+		}
+	}
+}
+
+// GateStats counts how a handle's write transactions entered the SQLite writer gate.
+type GateStats struct {
+	Entered   uint64        `json:"entered"`   // write transactions begun
+	Contended uint64        `json:"contended"` // of those, how many found the gate taken and waited
+	Waited    time.Duration `json:"waited_ns"` // the total time they waited
+}
+
+// GateStats reports db's waits for the writer gate (zero on Postgres, which has no gate).
+func (db *DB) GateStats() GateStats {
+	return GateStats{Entered: db.gateEntered.Load(), Contended: db.gateContended.Load(), Waited: time.Duration(db.gateWaited.Load())}
+}
+
+// enterGate takes the file's writer gate, counting whether it had to wait.
+func (db *DB) enterGate(ctx context.Context) (release func(), err error) {
+	if db.writers == nil {
+		return func() {}, nil
+	}
+	db.gateEntered.Add(1)
+	select {
+	case db.writers <- struct{}{}:
+		return func() { <-db.writers }, nil
+	default:
+	}
+	db.gateContended.Add(1)
+	t0 := time.Now()
+	defer func() { db.gateWaited.Add(int64(time.Since(t0))) }()
+	select {
+	case db.writers <- struct{}{}:
+		return func() { <-db.writers }, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
