@@ -40,7 +40,7 @@ func (s *effectSink) recorded() []Effect {
 func (b *Batch) Emit(ctx context.Context, projection string, e Effect) (bool, error) {
 	if b.effects != nil && b.effects.dryRun {
 		var n int
-		if err := b.Tx.QueryRowContext(ctx, b.DB.Rebind(`SELECT count(*) FROM effect_intents WHERE key = ?`), e.Key).Scan(&n); err != nil {
+		if err := b.QueryRow(ctx, `SELECT count(*) FROM effect_intents WHERE key = ?`, e.Key).Scan(&n); err != nil {
 			return false, err
 		}
 		if n == 0 {
@@ -48,7 +48,7 @@ func (b *Batch) Emit(ctx context.Context, projection string, e Effect) (bool, er
 		}
 		return n == 0, nil
 	}
-	res, err := b.Tx.ExecContext(ctx, b.DB.Rebind(`INSERT INTO effect_intents (key, projection, kind, tenant_id, payload, created_at)
+	res, err := b.q().ExecContext(ctx, b.DB.Rebind(`INSERT INTO effect_intents (key, projection, kind, tenant_id, payload, created_at)
 		VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (key) DO NOTHING`), e.Key, projection, e.Kind, e.Tenant, e.Payload, b.Now.UnixNano())
 	if err != nil {
 		return false, err

@@ -2,7 +2,6 @@ package projections
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"time"
 
@@ -39,7 +38,7 @@ func (l *lease) acquire(ctx context.Context) (bool, error) {
 }
 
 // fence renews the lease inside tx, failing with ErrLeaseLost if this replica no longer holds it.
-func (l *lease) fence(ctx context.Context, tx *sql.Tx) error {
+func (l *lease) fence(ctx context.Context, tx sqldb.Querier) error {
 	res, err := tx.ExecContext(ctx, l.db.Rebind(`UPDATE projection_leases SET expires_at = ? WHERE name = ? AND owner = ?`),
 		l.now().Add(l.ttl).UnixNano(), l.name, l.owner)
 	if err != nil {

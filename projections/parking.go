@@ -29,7 +29,7 @@ type Parked struct {
 // maxParkedError bounds the stored error text.
 const maxParkedError = 1000
 
-func parkedSet(ctx context.Context, db *sqldb.DB, tx *sql.Tx, name string) (map[string]bool, error) {
+func parkedSet(ctx context.Context, db *sqldb.DB, tx sqldb.Querier, name string) (map[string]bool, error) {
 	rows, err := tx.QueryContext(ctx, db.Rebind(`SELECT stream FROM projection_parked WHERE checkpoint = ?`), name)
 	if err != nil {
 		return nil, err
@@ -46,7 +46,7 @@ func parkedSet(ctx context.Context, db *sqldb.DB, tx *sql.Tx, name string) (map[
 	return out, rows.Err()
 }
 
-func savepoint(ctx context.Context, tx *sql.Tx, verb, name string) error {
+func savepoint(ctx context.Context, tx sqldb.Querier, verb, name string) error {
 	_, err := tx.ExecContext(ctx, verb+" "+name)
 	return err
 }
@@ -56,7 +56,7 @@ func savepoint(ctx context.Context, tx *sql.Tx, verb, name string) error {
 // wait behind it. If every event of a batch spanning several streams fails, the cause is taken to
 // be the database, not the events, and the batch fails instead.
 func applyParking(ctx context.Context, p Projection, b *Batch, name string, evs []eventstore.RecordedEvent, now time.Time) error {
-	parked, err := parkedSet(ctx, b.DB, b.Tx, name)
+	parked, err := parkedSet(ctx, b.DB, b.q(), name)
 	if err != nil {
 		return err
 	}
@@ -72,17 +72,17 @@ func applyParking(ctx context.Context, p Projection, b *Batch, name string, evs 
 	if len(apply) == 0 {
 		return nil
 	}
-	if err := savepoint(ctx, b.Tx, "SAVEPOINT", "batch"); err != nil {
+	if err := savepoint(ctx, b.q(), "SAVEPOINT", "batch"); err != nil {
 		return err
 	}
 	batchErr := p.Apply(ctx, b.with(apply))
 	if batchErr == nil {
-		return savepoint(ctx, b.Tx, "RELEASE SAVEPOINT", "batch")
+		return savepoint(ctx, b.q(), "RELEASE SAVEPOINT", "batch")
 	}
 	if ctx.Err() != nil {
 		return batchErr
 	}
-	if err := savepoint(ctx, b.Tx, "ROLLBACK TO SAVEPOINT", "batch"); err != nil {
+	if err := savepoint(ctx, b.q(), "ROLLBACK TO SAVEPOINT", "batch"); err != nil {
 		return err
 	}
 	failed, streams := 0, map[string]bool{}
@@ -97,7 +97,7 @@ func applyParking(ctx context.Context, p Projection, b *Batch, name string, evs 
 			}
 			failed++
 			parked[e.StreamID] = true
-			if err := park(ctx, b.DB, b.Tx, name, e, err, now); err != nil {
+			if err := park(ctx, b.DB, b.q(), name, e, err, now); err != nil {
 				return err
 			}
 		}
@@ -110,19 +110,19 @@ func applyParking(ctx context.Context, p Projection, b *Batch, name string, evs 
 
 // applyOne applies a single event under a savepoint, rolling it back on failure.
 func applyOne(ctx context.Context, p Projection, b *Batch, e eventstore.RecordedEvent) error {
-	if err := savepoint(ctx, b.Tx, "SAVEPOINT", "one"); err != nil {
+	if err := savepoint(ctx, b.q(), "SAVEPOINT", "one"); err != nil {
 		return err
 	}
 	if err := p.Apply(ctx, b.with([]eventstore.RecordedEvent{e})); err != nil {
-		if rerr := savepoint(ctx, b.Tx, "ROLLBACK TO SAVEPOINT", "one"); rerr != nil {
+		if rerr := savepoint(ctx, b.q(), "ROLLBACK TO SAVEPOINT", "one"); rerr != nil {
 			return errors.Join(err, rerr)
 		}
 		return err
 	}
-	return savepoint(ctx, b.Tx, "RELEASE SAVEPOINT", "one")
+	return savepoint(ctx, b.q(), "RELEASE SAVEPOINT", "one")
 }
 
-func park(ctx context.Context, db *sqldb.DB, tx *sql.Tx, name string, e eventstore.RecordedEvent, cause error, now time.Time) error {
+func park(ctx context.Context, db *sqldb.DB, tx sqldb.Querier, name string, e eventstore.RecordedEvent, cause error, now time.Time) error {
 	msg := cause.Error()
 	if len(msg) > maxParkedError {
 		msg = msg[:maxParkedError]

@@ -94,10 +94,28 @@ type Preparer interface {
 	Prepare(evs []eventstore.RecordedEvent) (any, error)
 }
 
+// q is the batch's transaction, with statements kept prepared on SQLite (see sqldb.Querier).
+func (b *Batch) q() sqldb.Querier {
+	if b.conn != nil {
+		return b.conn
+	}
+	return b.Tx
+}
+
 // Exec runs a statement written with ? placeholders in the batch's transaction.
 func (b *Batch) Exec(ctx context.Context, query string, args ...any) error {
-	_, err := b.Tx.ExecContext(ctx, b.DB.Rebind(query), args...)
+	_, err := b.q().ExecContext(ctx, b.DB.Rebind(query), args...)
 	return err
+}
+
+// Query runs a query written with ? placeholders in the batch's transaction.
+func (b *Batch) Query(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	return b.q().QueryContext(ctx, b.DB.Rebind(query), args...)
+}
+
+// QueryRow runs a one-row query written with ? placeholders in the batch's transaction.
+func (b *Batch) QueryRow(ctx context.Context, query string, args ...any) *sql.Row {
+	return b.q().QueryRowContext(ctx, b.DB.Rebind(query), args...)
 }
 
 func (b *Batch) with(evs []eventstore.RecordedEvent) *Batch {
@@ -483,14 +501,14 @@ func (r *Runner) applyBatch(ctx context.Context, l *lease, gen Generation, name 
 				return err
 			}
 		}
-		if err := lockCheckpoint(ctx, r.DB, tx, name); err != nil {
+		if err := lockCheckpoint(ctx, r.DB, stx, name); err != nil {
 			return err
 		}
-		if err := l.fence(ctx, tx); err != nil {
+		if err := l.fence(ctx, stx); err != nil {
 			return err
 		}
 		if r.Build == 0 {
-			st, err := readState(ctx, r.DB, tx, r.Projection.Name(), true)
+			st, err := readState(ctx, r.DB, stx, r.Projection.Name(), true)
 			if err != nil {
 				return err
 			}
@@ -502,7 +520,7 @@ func (r *Runner) applyBatch(ctx context.Context, l *lease, gen Generation, name 
 		if err := applyParking(ctx, r.Projection, b, name, p.evs, r.Now()); err != nil {
 			return err
 		}
-		return saveCheckpoint(ctx, r.DB, tx, name, last, r.Now())
+		return saveCheckpoint(ctx, r.DB, stx, name, last, r.Now())
 	})
 	if errors.Is(err, ErrLeaseLost) || errors.Is(err, errGenerationChanged) {
 		return err

@@ -67,7 +67,7 @@ func Checkpoint(ctx context.Context, db *sqldb.DB, name string) (eventstore.Posi
 	return p, err
 }
 
-func saveCheckpoint(ctx context.Context, db *sqldb.DB, tx *sql.Tx, name string, p eventstore.Position, now time.Time) error {
+func saveCheckpoint(ctx context.Context, db *sqldb.DB, tx sqldb.Querier, name string, p eventstore.Position, now time.Time) error {
 	_, err := tx.ExecContext(ctx, db.Rebind(`INSERT INTO projection_checkpoints (name, commit_pos, prepare_pos, updated_at)
 		VALUES (?, ?, ?, ?) ON CONFLICT (name) DO UPDATE SET commit_pos = excluded.commit_pos,
 		prepare_pos = excluded.prepare_pos, updated_at = excluded.updated_at`), name, p.Commit, p.Prepare, now.UnixNano())
@@ -77,7 +77,7 @@ func saveCheckpoint(ctx context.Context, db *sqldb.DB, tx *sql.Tx, name string, 
 // lockCheckpoint serializes the transactions that move a checkpoint or touch its parked streams.
 // SQLite transactions are already serialized (BEGIN IMMEDIATE); on Postgres the checkpoint row is
 // created if needed and locked.
-func lockCheckpoint(ctx context.Context, db *sqldb.DB, tx *sql.Tx, name string) error {
+func lockCheckpoint(ctx context.Context, db *sqldb.DB, tx sqldb.Querier, name string) error {
 	if db.Dialect != sqldb.Postgres {
 		return nil
 	}
@@ -119,7 +119,7 @@ func readState(ctx context.Context, db *sqldb.DB, q querier, name string, share 
 
 // ReadState returns a projection's generations (domain-free errors: sql.ErrNoRows if unknown).
 func ReadState(ctx context.Context, db *sqldb.DB, name string) (GenState, error) {
-	return readState(ctx, db, db.DB, name, false)
+	return readState(ctx, db, db, name, false)
 }
 
 // lockState serializes generation changes of all projections.

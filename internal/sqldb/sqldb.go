@@ -55,6 +55,7 @@ type DB struct {
 
 	groupOnce sync.Once
 	group     *group
+	stmts     stmtCache
 }
 
 // sqliteWriters holds the writer gate of each SQLite file opened by this process.

@@ -437,7 +437,7 @@ func load(ctx context.Context, b *projections.Batch, table string, keys, skip ma
 }
 
 func loadChunk(ctx context.Context, b *projections.Batch, q string, args []any, want map[key]bool, out map[key]*row) error {
-	rs, err := b.Tx.QueryContext(ctx, b.DB.Rebind(q), args...)
+	rs, err := b.Query(ctx, q, args...)
 	if err != nil {
 		return err
 	}
