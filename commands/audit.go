@@ -2,7 +2,6 @@ package commands
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -140,35 +139,6 @@ func (a *Audited) Cancel(ctx context.Context, c Cancel) (Result, error) {
 	res, err := a.Next.Cancel(ctx, c)
 	a.record(ctx, targetEntry("cancel", c.Target), res.Replayed, err)
 	return res, err
-}
-
-// ErrorCode names a command error for the audit: one stable code per domain sentinel, "internal"
-// for anything else, "" for nil.
-func ErrorCode(err error) string {
-	codes := []struct {
-		err  error
-		code string
-	}{
-		{domain.ErrUnauthenticated, "unauthenticated"},
-		{domain.ErrForbidden, "forbidden"},
-		{domain.ErrNotFound, "not_found"},
-		{domain.ErrPreconditionRequired, "precondition_required"},
-		{domain.ErrConcurrency, "version_mismatch"},
-		{domain.ErrAlreadyClaimed, "already_claimed"},
-		{domain.ErrConflict, "conflict"},
-		{domain.ErrIdempotencyMismatch, "idempotency_key_reused"},
-		{domain.ErrInvalidTransition, "invalid_transition"},
-		{domain.ErrValidation, "validation_failed"},
-	}
-	if err == nil {
-		return ""
-	}
-	for _, c := range codes {
-		if errors.Is(err, c.err) {
-			return c.code
-		}
-	}
-	return "internal"
 }
 
 var auditMigrations = []sqldb.Migration{{Version: 1, SQL: `

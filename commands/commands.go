@@ -98,7 +98,7 @@ func (h *Handler) Intake(ctx context.Context, c Intake) (IntakeResult, error) {
 			return IntakeResult{}, err
 		}
 		if len(prior) == 0 {
-			return IntakeResult{}, fmt.Errorf("intake: stream %s conflicted but is empty: %w", id, domain.ErrConcurrency)
+			return IntakeResult{}, fmt.Errorf("intake: the new inquiry's stream conflicted but is empty: %w", domain.ErrConcurrency)
 		}
 		var m domain.Metadata
 		if err := json.Unmarshal(prior[0].Metadata, &m); err != nil {
@@ -208,6 +208,8 @@ func (h *Handler) Load(ctx context.Context, tenant domain.TenantID, id domain.In
 // loaded carries what a fold learned about idempotency keys.
 type loaded struct {
 	byKey map[string]keyUse
+	// lastActor changed the inquiry last.
+	lastActor domain.PrincipalID
 }
 
 type keyUse struct {
@@ -242,6 +244,7 @@ func (h *Handler) load(ctx context.Context, tenant domain.TenantID, id domain.In
 			return nil, l, fmt.Errorf("inquiry %s: event of tenant %s in stream of %s", id, m.TenantID, tenant)
 		}
 		q.Apply(e, m.OccurredAt)
+		l.lastActor = m.Actor
 		if m.IdempotencyKey != "" {
 			l.byKey[m.IdempotencyKey] = keyUse{hash: m.RequestHash, version: q.Version, position: r.Position}
 		}
@@ -273,7 +276,7 @@ func (h *Handler) execute(ctx context.Context, t Target, hash string, decide fun
 			}
 		}
 		if t.IfVersion != nil && *t.IfVersion != q.Version {
-			return Result{}, fmt.Errorf("inquiry is at version %d, not %d: %w", q.Version, *t.IfVersion, domain.ErrConcurrency)
+			return Result{}, &domain.VersionConflictError{Version: q.Version, ChangedBy: l.lastActor}
 		}
 		evs, err := decide(q)
 		if err != nil {
@@ -293,11 +296,24 @@ func (h *Handler) execute(ctx context.Context, t Target, hash string, decide fun
 			// still apply to the newer state.
 			continue
 		}
+		if errors.Is(err, domain.ErrConcurrency) {
+			return Result{}, h.conflict(ctx, t)
+		}
 		if err != nil {
 			return Result{}, err
 		}
 		return Result{InquiryID: t.InquiryID, Version: q.Version + uint64(len(evs)), Position: res.Position}, nil
 	}
+}
+
+// conflict describes a lost race as the inquiry's current version and who changed it, reloading
+// it: the store's error names the stream and is not passed on.
+func (h *Handler) conflict(ctx context.Context, t Target) error {
+	q, l, err := h.load(ctx, t.Tenant, t.InquiryID)
+	if err != nil {
+		return err
+	}
+	return &domain.VersionConflictError{Version: q.Version, ChangedBy: l.lastActor}
 }
 
 func (h *Handler) meta(actor domain.Principal, commandID, key, hash, correlation string) domain.Metadata {

@@ -70,3 +70,18 @@ func (e *ClaimedError) Error() string { return fmt.Sprintf("already claimed by %
 
 // Is reports ErrAlreadyClaimed.
 func (e *ClaimedError) Is(target error) bool { return target == ErrAlreadyClaimed }
+
+// VersionConflictError reports that an inquiry is no longer at the version a command expected: it
+// is at Version, last changed by ChangedBy. It matches ErrConcurrency, and names no stream, tenant
+// or store revision.
+type VersionConflictError struct {
+	Version   uint64
+	ChangedBy PrincipalID
+}
+
+func (e *VersionConflictError) Error() string {
+	return fmt.Sprintf("the inquiry changed: it is at version %d, last changed by %s", e.Version, e.ChangedBy)
+}
+
+// Is reports ErrConcurrency.
+func (e *VersionConflictError) Is(target error) bool { return target == ErrConcurrency }

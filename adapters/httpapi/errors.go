@@ -5,7 +5,9 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"strconv"
 
+	"github.com/casebook/casebook/commands"
 	"github.com/casebook/casebook/domain"
 )
 
@@ -16,6 +18,9 @@ type errorBody struct {
 		Message   string `json:"message"`
 		Field     string `json:"field,omitempty"`
 		RequestID string `json:"request_id,omitempty"`
+		// CurrentVersion and ChangedBy describe the inquiry after a lost race (412).
+		CurrentVersion *uint64 `json:"current_version,omitempty"`
+		ChangedBy      string  `json:"changed_by,omitempty"`
 	} `json:"error"`
 }
 
@@ -30,56 +35,42 @@ func (e *apiError) Error() string { return e.message }
 
 func badRequest(msg string) error { return &apiError{http.StatusBadRequest, "bad_request", msg} }
 
-// statusOf is the one mapping from errors to HTTP statuses and codes.
+// statusOf maps an error to its HTTP status and code: the HTTP layer's own errors, else the one
+// table of command errors (commands.Classify).
 func statusOf(err error) (int, string) {
 	var ae *apiError
-	switch {
-	case errors.As(err, &ae):
+	if errors.As(err, &ae) {
 		return ae.status, ae.code
-	case errors.Is(err, domain.ErrUnauthenticated):
-		return http.StatusUnauthorized, "unauthenticated"
-	case errors.Is(err, domain.ErrForbidden):
-		return http.StatusForbidden, "forbidden"
-	case errors.Is(err, domain.ErrNotFound):
-		return http.StatusNotFound, "not_found"
-	case errors.Is(err, domain.ErrPreconditionRequired):
-		return http.StatusPreconditionRequired, "precondition_required"
-	case errors.Is(err, domain.ErrConcurrency):
-		return http.StatusPreconditionFailed, "version_mismatch"
-	case errors.Is(err, domain.ErrAlreadyClaimed):
-		return http.StatusConflict, "already_claimed"
-	case errors.Is(err, domain.ErrConflict):
-		return http.StatusConflict, "conflict"
-	case errors.Is(err, domain.ErrIdempotencyMismatch):
-		return http.StatusUnprocessableEntity, "idempotency_key_reused"
-	case errors.Is(err, domain.ErrInvalidTransition):
-		return http.StatusUnprocessableEntity, "invalid_transition"
-	case errors.Is(err, domain.ErrValidation):
-		return http.StatusUnprocessableEntity, "validation_failed"
 	}
-	return http.StatusInternalServerError, "internal"
+	code, status, _ := commands.Classify(err)
+	return status, code
 }
 
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
-	status, code := statusOf(err)
 	var body errorBody
-	body.Error.Code = code
-	body.Error.Message = err.Error()
+	var status int
+	var ae *apiError
+	if errors.As(err, &ae) {
+		status, body.Error.Code, body.Error.Message = ae.status, ae.code, ae.message
+	} else {
+		body.Error.Code, status, body.Error.Message = commands.Classify(err)
+	}
 	body.Error.RequestID = requestID(r.Context())
 	var ve *domain.ValidationError
 	if errors.As(err, &ve) {
 		body.Error.Field = ve.Field
 	}
+	var vc *domain.VersionConflictError
 	switch {
 	case status == http.StatusInternalServerError:
 		// Internal errors may carry storage details: log them, answer generically.
 		s.logger().ErrorContext(r.Context(), "request failed", "request_id", body.Error.RequestID, "err", err)
-		body.Error.Message = "internal error"
-	case errors.Is(err, domain.ErrNotFound):
-		body.Error.Message = "not found" // identical for unknown ids and other tenants' ids
 	case status == http.StatusUnauthorized:
 		w.Header().Set("WWW-Authenticate", `Bearer realm="casebook"`)
-		body.Error.Message = "a valid bearer token is required"
+	case errors.As(err, &vc):
+		// A lost race: the current version (also as ETag) and who changed it.
+		w.Header().Set("ETag", strconv.Quote(strconv.FormatUint(vc.Version, 10)))
+		body.Error.CurrentVersion, body.Error.ChangedBy = &vc.Version, string(vc.ChangedBy)
 	}
 	writeJSON(w, status, body)
 }

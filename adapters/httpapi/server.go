@@ -219,19 +219,26 @@ func (s *statusRecorder) WriteHeader(code int) {
 
 func (s *Server) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		h := r.Header.Get("Authorization")
-		token, ok := strings.CutPrefix(h, "Bearer ")
+		token, ok := bearerToken(r.Header.Get("Authorization"))
 		if !ok {
 			s.writeError(w, r, domain.ErrUnauthenticated)
 			return
 		}
-		p, err := s.Tenancy.Authenticate(r.Context(), strings.TrimSpace(token))
+		p, err := s.Tenancy.Authenticate(r.Context(), token)
 		if err != nil {
 			s.writeError(w, r, err)
 			return
 		}
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), keyPrincipal, p)))
 	})
+}
+
+// bearerToken reads "Bearer <token>" from an Authorization header. The scheme name is
+// case-insensitive (RFC 9110 §11.1); one or more spaces separate it from the token.
+func bearerToken(h string) (string, bool) {
+	scheme, token, ok := strings.Cut(h, " ")
+	token = strings.TrimLeft(token, " ")
+	return token, ok && strings.EqualFold(scheme, "Bearer") && token != "" && !strings.ContainsAny(token, " \t")
 }
 
 func principal(r *http.Request) domain.Principal {
@@ -415,20 +422,62 @@ func target(r *http.Request, required bool) (commands.Target, error) {
 		Tenant: p.TenantID, InquiryID: domain.InquiryID(mux.Vars(r)["id"]), Actor: p,
 		IdempotencyKey: r.Header.Get("Idempotency-Key"), CorrelationID: requestID(r.Context()),
 	}
-	raw := strings.TrimSpace(r.Header.Get("If-Match"))
-	if raw == "" {
+	if len(r.Header.Values("If-Match")) == 0 {
 		if required {
 			return t, domain.ErrPreconditionRequired
 		}
 		return t, nil
 	}
-	raw = strings.Trim(strings.TrimPrefix(raw, "W/"), `"`)
-	v, err := strconv.ParseUint(raw, 10, 64)
+	v, star, err := parseIfMatch(strings.Join(r.Header.Values("If-Match"), ","))
 	if err != nil {
-		return t, badRequest(`If-Match must be the inquiry's version, as in its ETag ("3")`)
+		return t, err
 	}
-	t.IfVersion = &v
+	if !star {
+		t.IfVersion = &v
+	}
 	return t, nil
+}
+
+// noVersion is a version no inquiry has: a condition that never holds.
+const noVersion = ^uint64(0)
+
+// parseIfMatch reads If-Match as RFC 9110 §13.1.1 defines it, with strong comparison: "*" matches any
+// existing inquiry (star); a strong tag "N" matches version N; a weak tag (W/"N") or an opaque tag
+// that is not a version never matches (noVersion, answered 412). Casebook keeps one condition per
+// command, so a list may hold at most one strong version tag. Unquoted or malformed values are 400.
+func parseIfMatch(h string) (v uint64, star bool, err error) {
+	bad := badRequest(`If-Match must be "*" or the inquiry's version as a quoted strong entity tag, as in its ETag ("3")`)
+	h = strings.Trim(h, " \t")
+	if h == "*" {
+		return 0, true, nil
+	}
+	v, versions := noVersion, 0
+	for _, tag := range strings.Split(h, ",") {
+		tag = strings.Trim(tag, " \t")
+		weak := strings.HasPrefix(tag, "W/")
+		opaque := strings.TrimPrefix(tag, "W/")
+		if len(opaque) < 2 || opaque[0] != '"' || opaque[len(opaque)-1] != '"' {
+			return 0, false, bad
+		}
+		inner := opaque[1 : len(opaque)-1]
+		for i := 0; i < len(inner); i++ {
+			if c := inner[i]; c < 0x21 || c == '"' || c == 0x7f {
+				return 0, false, bad
+			}
+		}
+		if weak {
+			continue // weak tags never match under strong comparison
+		}
+		n, err := strconv.ParseUint(inner, 10, 64)
+		if err != nil || strconv.FormatUint(n, 10) != inner {
+			continue // an opaque tag of ours is always a canonical version: this one matches nothing
+		}
+		if versions++; versions > 1 {
+			return 0, false, badRequest("If-Match may name one version")
+		}
+		v = n
+	}
+	return v, false, nil
 }
 
 func (s *Server) writeResult(w http.ResponseWriter, res commands.Result) {
