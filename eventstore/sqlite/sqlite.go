@@ -9,7 +9,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 
@@ -99,7 +98,9 @@ func (s *Store) Append(ctx context.Context, stream string, expected eventstore.E
 			r, err := tx.ExecContext(ctx, `INSERT INTO events (id, stream, revision, type, data, metadata, recorded_at)
 				VALUES (?, ?, ?, ?, ?, ?, ?)`, e.ID, stream, next+uint64(i), e.Type, e.Data, nonNil(e.Metadata), at)
 			if err != nil {
-				if strings.Contains(err.Error(), "UNIQUE constraint failed: events.stream") {
+				// The id is derived from the command and its position: a duplicate is this very
+				// write racing itself, a conflict like (stream, revision).
+				if sqldb.IsUniqueViolation(err) {
 					return &eventstore.AppendError{Stream: stream, Expected: expected, Actual: -2, Err: eventstore.ErrConcurrency}
 				}
 				return fmt.Errorf("eventstore/sqlite: insert event %s: %w", e.ID, err)

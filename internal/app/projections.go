@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -75,7 +76,7 @@ func (a *App) RetryParked(ctx context.Context, projection string, tenant domain.
 		return nil, fmt.Errorf("parked stream: %w", domain.ErrNotFound)
 	}
 	still, err := projections.Retry(ctx, a.DB, a.Store, p, stream, skip, a.Config.Now())
-	if err != nil && strings.Contains(err.Error(), projections.ErrNotParked.Error()) {
+	if errors.Is(err, projections.ErrNotParked) {
 		return nil, fmt.Errorf("parked stream: %w", domain.ErrNotFound)
 	}
 	if still == nil {

@@ -20,9 +20,22 @@ import (
 	"sync/atomic"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/stdlib" // registers the "pgx" driver
-	_ "modernc.org/sqlite"           // registers the pure-Go "sqlite" driver
+	"modernc.org/sqlite"             // registers the pure-Go "sqlite" driver
+	sqlite3 "modernc.org/sqlite/lib"
 )
+
+// IsUniqueViolation reports whether err is a unique or primary-key violation on either backend,
+// matched by the drivers' error types and codes, never by message text.
+func IsUniqueViolation(err error) bool {
+	var se *sqlite.Error
+	if errors.As(err, &se) {
+		return se.Code() == sqlite3.SQLITE_CONSTRAINT_UNIQUE || se.Code() == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY
+	}
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == "23505"
+}
 
 // Dialect is the SQL flavour of a database handle.
 type Dialect int

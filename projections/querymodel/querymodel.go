@@ -15,8 +15,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgconn"
-
 	"github.com/casebook/casebook/domain"
 	"github.com/casebook/casebook/eventstore"
 	"github.com/casebook/casebook/internal/sqldb"
@@ -251,8 +249,7 @@ func (q *Projection) Apply(ctx context.Context, b *projections.Batch) error {
 		return err
 	}
 	err := write(ctx, b, p, p.born)
-	var pgErr *pgconn.PgError
-	if !errors.As(err, &pgErr) || pgErr.Code != "23505" {
+	if !sqldb.IsUniqueViolation(err) {
 		if err != nil {
 			return err
 		}
