@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/casebook/casebook/domain"
 	"github.com/casebook/casebook/internal/sqldb"
@@ -46,10 +47,14 @@ type TimelineEntry struct {
 }
 
 // Filter selects inquiries. Zero fields do not filter. Limit is 1..MaxLimit (DefaultLimit when 0).
+// Receipt matches exactly; Subject matches a case-insensitive substring of the subject.
 type Filter struct {
 	Status   domain.Status
 	Owner    domain.PrincipalID
 	Priority domain.Priority
+	Team     string
+	Receipt  string
+	Subject  string
 	Limit    int
 	Cursor   string
 }
@@ -117,6 +122,19 @@ func (r *Reader) List(ctx context.Context, tenant domain.TenantID, f Filter) ([]
 	if f.Priority != "" {
 		where, args = append(where, "priority = ?"), append(args, f.Priority)
 	}
+	if f.Team != "" {
+		where, args = append(where, "team = ?"), append(args, f.Team)
+	}
+	if f.Receipt != "" {
+		// No index on receipt: the lookup reads the tenant's rows through the list index.
+		where, args = append(where, "receipt = ?"), append(args, f.Receipt)
+	}
+	if f.Subject != "" {
+		if utf8.RuneCountInString(f.Subject) > domain.MaxSubjectLen {
+			return nil, "", domain.Invalid("subject", "must be at most %d characters", domain.MaxSubjectLen)
+		}
+		where, args = append(where, `lower(subject) LIKE ? ESCAPE '\'`), append(args, "%"+likeEscape(strings.ToLower(f.Subject))+"%")
+	}
 	if f.Cursor != "" {
 		created, id, err := decodeCursor(f.Cursor)
 		if err != nil {
@@ -178,6 +196,11 @@ func (r *Reader) Timeline(ctx context.Context, tenant domain.TenantID, id domain
 		return nil, fmt.Errorf("inquiry: %w", domain.ErrNotFound)
 	}
 	return out, nil
+}
+
+// likeEscape quotes LIKE's wildcards.
+func likeEscape(s string) string {
+	return strings.NewReplacer(`\`, `\\`, "%", `\%`, "_", `\_`).Replace(s)
 }
 
 func encodeCursor(created int64, id string) string {

@@ -70,6 +70,10 @@ type Server struct {
 	SlackOAuth SlackOAuth
 	// SlackCallbacks serves /slack/interactions and /slack/events; nil disables them.
 	SlackCallbacks SlackCallbacks
+	// Console serves /console/… and /inquiries/r/{receipt}; nil disables them.
+	Console http.Handler
+	// Now is the clock for default ranges (time.Now if nil).
+	Now func() time.Time
 }
 
 // Handler returns the routed API.
@@ -110,6 +114,10 @@ func (s *Server) router() *mux.Router {
 	a.HandleFunc("/{id}/claim", s.claim).Methods(http.MethodPost)
 	a.HandleFunc("/{id}/assignment", s.assign).Methods(http.MethodPost)
 	a.HandleFunc("/{id}/notes", s.addNote).Methods(http.MethodPost)
+	st := r.PathPrefix("/v1/stats").Subrouter()
+	st.Use(s.authenticate)
+	st.HandleFunc("", s.stats).Methods(http.MethodGet)
+	s.consoleRoutes(r)
 	return r
 }
 
@@ -347,13 +355,29 @@ func (s *Server) read(w http.ResponseWriter, r *http.Request) (domain.Principal,
 	return p, true
 }
 
+// listParams are the list route's query parameters; any other answers 400 rather than being
+// ignored (a misspelt filter would otherwise list everything).
+var listParams = map[string]bool{"status": true, "owner": true, "priority": true, "team": true, "receipt": true,
+	"subject": true, "limit": true, "cursor": true, "consistent": true, "min_position": true}
+
 func (s *Server) listInquiries(w http.ResponseWriter, r *http.Request) {
 	p, ok := s.read(w, r)
 	if !ok {
 		return
 	}
 	q := r.URL.Query()
-	f := queries.Filter{Owner: domain.PrincipalID(q.Get("owner")), Cursor: q.Get("cursor")}
+	for k, v := range q {
+		if !listParams[k] {
+			s.writeError(w, r, badRequest("unknown query parameter "+strconv.Quote(k)))
+			return
+		}
+		if len(v) > 1 {
+			s.writeError(w, r, badRequest("query parameter "+strconv.Quote(k)+" given more than once"))
+			return
+		}
+	}
+	f := queries.Filter{Owner: domain.PrincipalID(q.Get("owner")), Team: q.Get("team"), Receipt: q.Get("receipt"),
+		Subject: q.Get("subject"), Cursor: q.Get("cursor")}
 	var err error
 	if v := q.Get("status"); v != "" {
 		if f.Status, err = domain.ParseStatus("status", v); err != nil {
