@@ -188,6 +188,9 @@ func ValidEmail(s string) bool {
 	return err == nil && a.Name == "" && a.Address == s
 }
 
+// CheckCategory validates a category: empty, or a short lowercase slug.
+func CheckCategory(v string) error { return checkCategory(v) }
+
 // checkCategory allows short lowercase slugs.
 func checkCategory(v string) error {
 	if v == "" {

@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/riverqueue/river"
 
+	"github.com/casebook/casebook/adapters/console"
 	"github.com/casebook/casebook/adapters/httpapi"
 	"github.com/casebook/casebook/adapters/slack/callbacks"
 	"github.com/casebook/casebook/adapters/slack/lists"
@@ -91,6 +92,8 @@ type App struct {
 	Callbacks *callbacks.Handler
 	// Lists is the Slack List projection (disabled per List until activated).
 	Lists *lists.Service
+	// Console is the operator console under /console (wired in console.go).
+	Console *console.Console
 
 	// projDB is the handle subscribers write through: in embedded mode a second handle on the same
 	// file without an fsync per commit (their output replays from the log); otherwise DB.
@@ -220,6 +223,9 @@ func (a *App) wire(ctx context.Context) error {
 	if err := a.wireAudit(ctx); err != nil {
 		return err
 	}
+	if err := a.wireConsole(ctx); err != nil {
+		return err
+	}
 	return a.wireCallbacks(ctx)
 }
 
@@ -295,6 +301,7 @@ func (a *App) handlers() (api, metrics http.Handler) {
 		RequestMetrics: httpapi.NewRequestMetrics(reg), Slack: slackAPI{a},
 		SlackOAuth:     slackOAuth{a.SlackOAuth},
 		SlackCallbacks: a.Callbacks,
+		Console:        a.Console, Now: a.Config.Now,
 	}
 	if !a.separateMetrics() {
 		s.Metrics = metrics
@@ -366,6 +373,7 @@ func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 		IdleTimeout:       120 * time.Second,
 		ErrorLog:          slog.NewLogLogger(a.Config.Logger.Handler(), slog.LevelWarn),
 	}
+	srv.RegisterOnShutdown(a.Console.Close) // ends the console's live-update streams
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	a.Config.Logger.Info("casebook serving", "addr", ln.Addr().String(), "storage", a.Mode())

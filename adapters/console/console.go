@@ -1,0 +1,362 @@
+// Package console is the operator console: server-rendered pages under /console (html/template,
+// assets embedded, no JavaScript needed for any flow; a small script adds live updates). It calls
+// the command and query layers exactly as the HTTP API does: every command goes through the
+// audited executor, where the domain decides role, team and tenant; every read is scoped to the
+// signed-in principal's tenant.
+//
+// Sign-in exchanges an operator token for a server-side session (tenancy.StartSession): the cookie
+// holds only the session's random secret and is HttpOnly, SameSite=Lax (a link from Slack is a
+// cross-site navigation and must carry it; Lax never sends it on cross-site POSTs) and Secure
+// whenever the request came over TLS or the console is configured as public over https. Every
+// request re-checks the session and its token, so revoking the token ends the session. Every form
+// carries the session's CSRF token, and every POST is also refused when the browser reports a
+// cross-origin request (http.CrossOriginProtection).
+package console
+
+import (
+	"context"
+	"crypto/subtle"
+	"embed"
+	"errors"
+	"html/template"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gorilla/mux"
+
+	"github.com/casebook/casebook/commands"
+	"github.com/casebook/casebook/domain"
+	"github.com/casebook/casebook/eventstore"
+	"github.com/casebook/casebook/projections"
+	"github.com/casebook/casebook/queries"
+	"github.com/casebook/casebook/tenancy"
+)
+
+//go:embed templates/*.html
+var templateFS embed.FS
+
+//go:embed static
+var staticFS embed.FS
+
+// Projection is what the console needs of the query-model subscriber: read-your-writes after an
+// action, and its health for the stale-projection banner.
+type Projection interface {
+	WaitFor(ctx context.Context, p eventstore.Position) error
+	Status() projections.Status
+}
+
+// Admin is the projection administration the admin pages offer (the same as the API's).
+type Admin interface {
+	ProjectionStatuses() []projections.Status
+	Parked(ctx context.Context, projection string, tenant domain.TenantID) ([]projections.Parked, error)
+	RetryParked(ctx context.Context, projection string, tenant domain.TenantID, stream string, skip bool) (*projections.Parked, error)
+}
+
+// Console serves the pages. Commands, Reader, Tenancy and QueryModel are required.
+type Console struct {
+	Commands   commands.Executor
+	Reader     *queries.Reader
+	Tenancy    *tenancy.Store
+	QueryModel Projection
+	// Head is the log's head, awaited before a conflict is explained (nil: no wait).
+	Head  func(context.Context) (eventstore.Position, error)
+	Admin Admin
+	// Slack reads and recovers Slack effects; nil hides the Slack parts.
+	Slack Slack
+	// AdminAudit records admin actions with their reasons.
+	AdminAudit *commands.AdminAudit
+	// StatusOf maps an error to its HTTP status and code: the API's one mapping.
+	StatusOf func(error) (int, string)
+	Logger   *slog.Logger
+	Now      func() time.Time
+	// SessionTTL bounds a session (DefaultSessionTTL if zero); a token that expires first ends it.
+	SessionTTL time.Duration
+	// SecureCookies marks cookies Secure even on plain-HTTP requests (the console is served over
+	// https behind a proxy that terminates TLS).
+	SecureCookies bool
+	// PollInterval is how often live updates look for changes (DefaultPollInterval if zero).
+	PollInterval time.Duration
+
+	once   sync.Once
+	pages  map[string]*template.Template
+	router http.Handler
+	done   chan struct{}
+	closed sync.Once
+}
+
+// Defaults.
+const (
+	DefaultSessionTTL   = 12 * time.Hour
+	DefaultPollInterval = time.Second
+	// maxWait bounds read-your-writes after an action.
+	maxWait   = 5 * time.Second
+	maxForm   = 64 << 10
+	streamFor = 10 * time.Minute
+)
+
+// Cookie names. Over TLS the __Host- prefix pins the cookie to this host and path /.
+const (
+	cookieName       = "casebook_session"
+	secureCookieName = "__Host-casebook_session"
+)
+
+// Close ends live-update streams (call it when the server shuts down).
+func (c *Console) Close() {
+	c.init()
+	c.closed.Do(func() { close(c.done) })
+}
+
+func (c *Console) init() {
+	c.once.Do(func() {
+		if c.Logger == nil {
+			c.Logger = slog.Default()
+		}
+		if c.Now == nil {
+			c.Now = time.Now
+		}
+		if c.SessionTTL == 0 {
+			c.SessionTTL = DefaultSessionTTL
+		}
+		if c.PollInterval == 0 {
+			c.PollInterval = DefaultPollInterval
+		}
+		c.done = make(chan struct{})
+		c.pages = parsePages()
+		c.router = c.routes()
+	})
+}
+
+// ServeHTTP implements http.Handler.
+func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	c.init()
+	c.router.ServeHTTP(w, r)
+}
+
+func (c *Console) routes() http.Handler {
+	r := mux.NewRouter()
+	r.NotFoundHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c.renderError(w, r, nil, http.StatusNotFound, "There is no such page.")
+	})
+	static, _ := fs.Sub(staticFS, "static")
+	r.PathPrefix("/console/static/").Handler(http.StripPrefix("/console/static/", staticHandler(static)))
+	r.HandleFunc("/console", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "/console/inbox", http.StatusSeeOther)
+	}).Methods(http.MethodGet)
+	r.HandleFunc("/console/signin", c.signinPage).Methods(http.MethodGet)
+	r.HandleFunc("/console/signin", c.signin).Methods(http.MethodPost)
+	r.HandleFunc("/console/signout", c.authed(c.signout)).Methods(http.MethodPost)
+	r.HandleFunc("/inquiries/r/{receipt}", c.authed(c.byReceipt)).Methods(http.MethodGet)
+	r.HandleFunc("/console/inbox", c.authed(c.inbox)).Methods(http.MethodGet)
+	r.HandleFunc("/console/events", c.authed(c.events)).Methods(http.MethodGet)
+	r.HandleFunc("/console/dashboard", c.authed(c.dashboard)).Methods(http.MethodGet)
+	r.HandleFunc("/console/inquiries/{id}", c.authed(c.inquiry)).Methods(http.MethodGet)
+	r.HandleFunc("/console/inquiries/{id}/{action}", c.authed(c.act)).Methods(http.MethodPost)
+	r.HandleFunc("/console/admin", c.authed(c.admin)).Methods(http.MethodGet)
+	r.HandleFunc("/console/admin/{area}/{op}", c.authed(c.adminAct)).Methods(http.MethodPost)
+	// Forms post only from this origin; the synchronizer token (csrf field) is checked per route.
+	return http.NewCrossOriginProtection().Handler(r)
+}
+
+// staticHandler serves the embedded assets with a long cache lifetime.
+func staticHandler(f fs.FS) http.Handler {
+	fsrv := http.FileServerFS(f)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "public, max-age=3600")
+		w.Header().Set("X-Content-Type-Options", "nosniff")
+		fsrv.ServeHTTP(w, r)
+	})
+}
+
+type ctxKey int
+
+const keySession ctxKey = 0
+
+// session is the signed-in principal of a request.
+type session struct {
+	P    domain.Principal
+	S    tenancy.Session
+	Name string // the tenant's display name
+}
+
+func (c *Console) cookieSecret(r *http.Request) string {
+	for _, n := range []string{secureCookieName, cookieName} {
+		if ck, err := r.Cookie(n); err == nil {
+			return ck.Value
+		}
+	}
+	return ""
+}
+
+// authed resolves the session cookie; without a live session a GET is sent to sign in (and back)
+// and anything else is 401.
+func (c *Console) authed(next func(http.ResponseWriter, *http.Request, *session)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		p, s, err := c.Tenancy.SessionPrincipal(r.Context(), c.cookieSecret(r))
+		if err != nil {
+			if !errors.Is(err, domain.ErrUnauthenticated) {
+				c.renderError(w, r, nil, http.StatusInternalServerError, "")
+				c.Logger.ErrorContext(r.Context(), "console session", "request_id", requestID(w), "err", err)
+				return
+			}
+			if r.Method == http.MethodGet && !strings.HasPrefix(r.URL.Path, "/console/events") {
+				http.Redirect(w, r, "/console/signin?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
+				return
+			}
+			c.renderError(w, r, nil, http.StatusUnauthorized, "Your session has ended. Sign in again.")
+			return
+		}
+		sess := &session{P: p, S: s}
+		if r.Method == http.MethodPost {
+			r.Body = http.MaxBytesReader(w, r.Body, maxForm)
+			if err := r.ParseForm(); err != nil {
+				c.renderError(w, r, sess, http.StatusBadRequest, "The form could not be read.")
+				return
+			}
+			if subtle.ConstantTimeCompare([]byte(r.PostForm.Get("csrf")), []byte(s.CSRF)) != 1 {
+				c.renderError(w, r, sess, http.StatusForbidden, "This form has expired or did not come from this console. Reload the page and try again.")
+				return
+			}
+		}
+		next(w, r, sess)
+	}
+}
+
+// requestID is the API's request id, which the shared middleware puts in the response headers.
+func requestID(w http.ResponseWriter) string { return w.Header().Get("X-Request-Id") }
+
+// safeNext accepts only local paths as a post-sign-in destination (no open redirect).
+func safeNext(next string) string {
+	if next == "" || !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.HasPrefix(next, "/\\") ||
+		strings.ContainsAny(next, "\r\n") {
+		return "/console/inbox"
+	}
+	if !strings.HasPrefix(next, "/console") && !strings.HasPrefix(next, "/inquiries/r/") {
+		return "/console/inbox"
+	}
+	return next
+}
+
+func (c *Console) signinPage(w http.ResponseWriter, r *http.Request) {
+	c.render(w, r, http.StatusOK, "signin", nil, map[string]any{"Next": safeNext(r.URL.Query().Get("next"))})
+}
+
+func (c *Console) signin(w http.ResponseWriter, r *http.Request) {
+	r.Body = http.MaxBytesReader(w, r.Body, maxForm)
+	if err := r.ParseForm(); err != nil {
+		c.renderError(w, r, nil, http.StatusBadRequest, "The form could not be read.")
+		return
+	}
+	next := safeNext(r.PostForm.Get("next"))
+	p, s, secret, err := c.Tenancy.StartSession(r.Context(), strings.TrimSpace(r.PostForm.Get("token")), c.SessionTTL)
+	if err != nil {
+		status := http.StatusUnauthorized
+		msg := "That token is not valid: it is unknown, revoked or expired."
+		if !errors.Is(err, domain.ErrUnauthenticated) {
+			status, msg = http.StatusInternalServerError, "Something went wrong on our side. Please try again."
+			c.Logger.ErrorContext(r.Context(), "console sign-in", "request_id", requestID(w), "err", err)
+		}
+		c.render(w, r, status, "signin", nil, map[string]any{"Next": next, "Error": msg})
+		return
+	}
+	http.SetCookie(w, c.cookie(r, secret, s.ExpiresAt))
+	c.Logger.InfoContext(r.Context(), "console sign-in", "request_id", requestID(w), "principal", string(p.ID))
+	http.Redirect(w, r, next, http.StatusSeeOther)
+}
+
+func (c *Console) secure(r *http.Request) bool { return r.TLS != nil || c.SecureCookies }
+
+func (c *Console) cookie(r *http.Request, value string, expires time.Time) *http.Cookie {
+	name := cookieName
+	if c.secure(r) {
+		name = secureCookieName
+	}
+	ck := &http.Cookie{Name: name, Value: value, Path: "/", HttpOnly: true, Secure: c.secure(r), SameSite: http.SameSiteLaxMode,
+		Expires: expires}
+	if value == "" {
+		ck.MaxAge = -1
+		ck.Expires = time.Unix(0, 0)
+	}
+	return ck
+}
+
+func (c *Console) signout(w http.ResponseWriter, r *http.Request, _ *session) {
+	if err := c.Tenancy.EndSession(r.Context(), c.cookieSecret(r)); err != nil {
+		c.Logger.ErrorContext(r.Context(), "console sign-out", "request_id", requestID(w), "err", err)
+	}
+	http.SetCookie(w, c.cookie(r, "", time.Time{}))
+	http.Redirect(w, r, "/console/signin?signed_out=1", http.StatusSeeOther)
+}
+
+// byReceipt is the link in Slack messages: it lands on the inquiry with that receipt, in the
+// signed-in principal's tenant only.
+func (c *Console) byReceipt(w http.ResponseWriter, r *http.Request, s *session) {
+	if !c.allowed(w, r, s, domain.ActRead) {
+		return
+	}
+	receipt := mux.Vars(r)["receipt"]
+	items, _, err := c.Reader.List(r.Context(), s.P.TenantID, queries.Filter{Receipt: receipt, Limit: 1})
+	if err != nil {
+		c.fail(w, r, s, err)
+		return
+	}
+	if len(items) == 0 {
+		c.renderError(w, r, s, http.StatusNotFound, "No inquiry has that receipt here. If it was just submitted, reload in a moment.")
+		return
+	}
+	http.Redirect(w, r, "/console/inquiries/"+url.PathEscape(string(items[0].ID)), http.StatusSeeOther)
+}
+
+// allowed applies the role policy to a page; a refusal renders 403.
+func (c *Console) allowed(w http.ResponseWriter, r *http.Request, s *session, act domain.Action) bool {
+	if err := domain.Authorize(s.P, act); err != nil {
+		c.renderError(w, r, s, http.StatusForbidden, "Your role ("+string(s.P.Role)+") may not do this.")
+		return false
+	}
+	return true
+}
+
+// fail renders an error with the API's status; internal errors are logged, not shown.
+func (c *Console) fail(w http.ResponseWriter, r *http.Request, s *session, err error) {
+	status, code := c.StatusOf(err)
+	msg := messageFor(code, err)
+	if status >= http.StatusInternalServerError {
+		c.Logger.ErrorContext(r.Context(), "console request failed", "request_id", requestID(w), "err", err)
+	}
+	c.renderError(w, r, s, status, msg)
+}
+
+// messageFor words an error code for people.
+func messageFor(code string, err error) string {
+	var ve *domain.ValidationError
+	switch {
+	case errors.As(err, &ve):
+		return "Please check " + ve.Field + ": " + ve.Reason + "."
+	case code == "not_found":
+		return "Not found."
+	case code == "forbidden":
+		return "Your role or team may not do this."
+	case code == "already_claimed":
+		return "Someone else has claimed this inquiry."
+	case code == "invalid_transition":
+		return "That change is not possible from the inquiry's current status."
+	case code == "unauthenticated":
+		return "Your session has ended. Sign in again."
+	case code == "internal":
+		return "Something went wrong on our side. Please try again."
+	}
+	return "The request was refused (" + code + ")."
+}
+
+// formValue returns a single-valued form field, trimmed.
+func formValue(r *http.Request, k string) string { return strings.TrimSpace(r.PostForm.Get(k)) }
+
+func atoi(s string) (uint64, bool) {
+	v, err := strconv.ParseUint(s, 10, 64)
+	return v, err == nil
+}

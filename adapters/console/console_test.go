@@ -1,0 +1,469 @@
+package console_test
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/cookiejar"
+	"net/http/httptest"
+	"net/url"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/casebook/casebook/adapters/httpapi"
+	"github.com/casebook/casebook/domain"
+	"github.com/casebook/casebook/eventstore"
+	"github.com/casebook/casebook/internal/app"
+	"github.com/casebook/casebook/internal/apptest"
+	"github.com/casebook/casebook/internal/ratelimit"
+)
+
+type testBundle struct {
+	app            *app.App
+	srv            *httptest.Server
+	admin, op, op2 string
+	viewer, other  string
+	acme, globex   domain.TenantID
+	opP, op2P      domain.Principal
+	logs           *bytes.Buffer
+	mu             *sync.Mutex
+}
+
+// setup runs the whole application (subscribers and the HTTP handler) on cfg's storage, with two
+// tenants: acme (admin, operators Olga and Bob of team support, viewer Vic) and globex.
+func setup(t *testing.T, cfg app.Config) *testBundle {
+	t.Helper()
+	ctx := t.Context()
+	tb := &testBundle{logs: &bytes.Buffer{}, mu: &sync.Mutex{}}
+	cfg.Logger = slog.New(slog.NewJSONHandler(lockedWriter{tb}, nil))
+	cfg.Public = httpapi.PublicConfig{ClientRate: ratelimit.Rate{Off: true}, TenantRate: ratelimit.Rate{Off: true}}
+	a := apptest.Open(t, cfg)
+	runCtx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	for _, r := range a.Runners {
+		wg.Go(func() { _ = r.Run(runCtx) })
+	}
+	srv := httptest.NewServer(a.Handler())
+	t.Cleanup(func() { srv.Close(); a.Console.Close(); cancel(); wg.Wait() })
+	tb.app, tb.srv = a, srv
+	var err error
+	acme, _, admin, err := a.Tenancy.CreateTenant(ctx, "acme")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tb.acme, tb.admin = acme.ID, admin
+	if tb.opP, tb.op, err = a.Tenancy.CreatePrincipal(ctx, "acme", "Olga", domain.RoleOperator, "support"); err != nil {
+		t.Fatal(err)
+	}
+	if tb.op2P, tb.op2, err = a.Tenancy.CreatePrincipal(ctx, "acme", "Bob", domain.RoleOperator, "support"); err != nil {
+		t.Fatal(err)
+	}
+	if _, tb.viewer, err = a.Tenancy.CreatePrincipal(ctx, "acme", "Vic", domain.RoleViewer, "support"); err != nil {
+		t.Fatal(err)
+	}
+	globex, _, other, err := a.Tenancy.CreateTenant(ctx, "globex")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tb.globex, tb.other = globex.ID, other
+	return tb
+}
+
+type lockedWriter struct{ tb *testBundle }
+
+func (w lockedWriter) Write(p []byte) (int, error) {
+	w.tb.mu.Lock()
+	defer w.tb.mu.Unlock()
+	return w.tb.logs.Write(p)
+}
+
+// browserClient is a cookie-keeping client that does not follow redirects, like a browser tab
+// whose every step the test inspects.
+type browserClient struct {
+	t   *testing.T
+	tb  *testBundle
+	hc  *http.Client
+	jar *cookiejar.Jar
+}
+
+func (tb *testBundle) client(t *testing.T) *browserClient {
+	jar, _ := cookiejar.New(nil)
+	return &browserClient{t: t, tb: tb, jar: jar, hc: &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error {
+		return http.ErrUseLastResponse
+	}}}
+}
+
+type page struct {
+	status int
+	header http.Header
+	body   string
+}
+
+func (c *browserClient) do(method, path string, form url.Values, headers map[string]string) page {
+	c.t.Helper()
+	var body io.Reader
+	if form != nil {
+		body = strings.NewReader(form.Encode())
+	}
+	req, err := http.NewRequest(method, c.tb.srv.URL+path, body)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	if form != nil {
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	}
+	for k, v := range headers {
+		req.Header.Set(k, v)
+	}
+	res, err := c.hc.Do(req)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	return page{status: res.StatusCode, header: res.Header, body: string(b)}
+}
+
+func (c *browserClient) get(path string) page { c.t.Helper(); return c.do("GET", path, nil, nil) }
+
+// signIn signs in with token and returns the session's CSRF token (read from a page's form).
+func (c *browserClient) signIn(token string) string {
+	c.t.Helper()
+	p := c.do("POST", "/console/signin", url.Values{"token": {token}}, nil)
+	if p.status != http.StatusSeeOther {
+		c.t.Fatalf("sign in: %d %s", p.status, p.body)
+	}
+	return c.csrf()
+}
+
+var csrfRE = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
+
+func (c *browserClient) csrf() string {
+	c.t.Helper()
+	p := c.get("/console/inbox")
+	m := csrfRE.FindStringSubmatch(p.body)
+	if m == nil {
+		c.t.Fatalf("no csrf token on the inbox (%d): %s", p.status, p.body)
+	}
+	return m[1]
+}
+
+func (tb *testBundle) logLen(t *testing.T) int {
+	t.Helper()
+	evs, err := tb.app.Store.ReadAll(t.Context(), eventstore.Start, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(evs)
+}
+
+// intake records an inquiry for tenant and waits until the query model shows it.
+func (tb *testBundle) intake(t *testing.T, tenant domain.TenantID, key string) (domain.InquiryID, string) {
+	t.Helper()
+	id := apptest.Intake(t, tb.app, tenant, key)
+	tb.catchUp(t)
+	q, err := tb.app.Reader.Get(t.Context(), tenant, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id, q.Receipt
+}
+
+// catchUp waits until the query model has applied the whole log.
+func (tb *testBundle) catchUp(t *testing.T) {
+	t.Helper()
+	head, err := tb.app.Store.Head(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 30e9)
+	defer cancel()
+	if err := tb.app.QueryModel().WaitFor(ctx, head); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func embedded(t *testing.T) app.Config { return apptest.Backends[0].Config(t) }
+
+// TestSignInCookieAndSignOut: sign-in makes an HttpOnly, SameSite=Lax session cookie with an
+// expiry (Secure, __Host- prefixed, when served as https); a bad token is refused; sign-out and a
+// revoked token both end the session.
+func TestSignInCookieAndSignOut(t *testing.T) {
+	t.Parallel()
+	for _, b := range apptest.Backends {
+		t.Run(b.Name, func(t *testing.T) {
+			t.Parallel()
+			tb := setup(t, b.Config(t))
+			c := tb.client(t)
+			p := c.get("/console/inbox")
+			if p.status != http.StatusSeeOther || p.header.Get("Location") != "/console/signin?next=%2Fconsole%2Finbox" {
+				t.Fatalf("signed out inbox: %d %q", p.status, p.header.Get("Location"))
+			}
+			p = c.do("POST", "/console/signin", url.Values{"token": {"cb_not-a-token"}}, nil)
+			if p.status != http.StatusUnauthorized || !strings.Contains(p.body, "not valid") {
+				t.Fatalf("bad token: %d %s", p.status, p.body)
+			}
+			p = c.do("POST", "/console/signin", url.Values{"token": {tb.op}, "next": {"https://evil.example/"}}, nil)
+			if p.status != http.StatusSeeOther || p.header.Get("Location") != "/console/inbox" {
+				t.Fatalf("sign in: %d %q (an off-site next must not be followed)", p.status, p.header.Get("Location"))
+			}
+			ck := p.header.Get("Set-Cookie")
+			for _, want := range []string{"casebook_session=cs_", "Path=/", "HttpOnly", "SameSite=Lax", "Expires="} {
+				if !strings.Contains(ck, want) {
+					t.Errorf("cookie %q lacks %q", ck, want)
+				}
+			}
+			if strings.Contains(ck, "Secure") || strings.Contains(ck, tb.op) {
+				t.Errorf("plain-http cookie %q: Secure set, or the token itself in it", ck)
+			}
+			if p := c.get("/console/inbox"); p.status != http.StatusOK || !strings.Contains(p.body, "Olga") {
+				t.Fatalf("inbox after sign-in: %d", p.status)
+			}
+			csrf := c.csrf()
+			if p := c.do("POST", "/console/signout", url.Values{"csrf": {csrf}}, nil); p.status != http.StatusSeeOther ||
+				!strings.Contains(p.header.Get("Set-Cookie"), "Max-Age=0") {
+				t.Fatalf("sign out: %d %q", p.status, p.header.Get("Set-Cookie"))
+			}
+			// The old cookie value no longer works even if a browser kept it.
+			old := regexp.MustCompile(`casebook_session=([^;]+)`).FindStringSubmatch(ck)[1]
+			if p := c.do("GET", "/console/inbox", nil, map[string]string{"Cookie": "casebook_session=" + old}); p.status != http.StatusSeeOther {
+				t.Fatalf("ended session still serves: %d", p.status)
+			}
+
+			c2 := tb.client(t)
+			c2.signIn(tb.op2)
+			if _, err := tb.app.Tenancy.RevokePrincipalTokens(t.Context(), "acme", tb.op2P.ID); err != nil {
+				t.Fatal(err)
+			}
+			if p := c2.get("/console/inbox"); p.status != http.StatusSeeOther {
+				t.Fatalf("session of a revoked token still serves: %d", p.status)
+			}
+		})
+	}
+}
+
+// TestSecureCookieBehindTLS: a console configured with an https public URL marks its cookie
+// Secure with the __Host- prefix.
+func TestSecureCookieBehindTLS(t *testing.T) {
+	t.Parallel()
+	cfg := embedded(t)
+	cfg.PublicURL = "https://casebook.example"
+	tb := setup(t, cfg)
+	p := tb.client(t).do("POST", "/console/signin", url.Values{"token": {tb.op}}, nil)
+	ck := p.header.Get("Set-Cookie")
+	if p.status != http.StatusSeeOther || !strings.HasPrefix(ck, "__Host-casebook_session=") || !strings.Contains(ck, "Secure") {
+		t.Fatalf("cookie behind TLS: %d %q", p.status, ck)
+	}
+}
+
+// TestConsoleCSRF: a form post without the session's token, with another token, or reported by
+// the browser as cross-site is refused, and nothing is appended.
+func TestConsoleCSRF(t *testing.T) {
+	t.Parallel()
+	tb := setup(t, embedded(t))
+	id, _ := tb.intake(t, tb.acme, "k1")
+	c := tb.client(t)
+	csrf := c.signIn(tb.op)
+	before := tb.logLen(t)
+	claim := "/console/inquiries/" + string(id) + "/claim"
+	for name, tc := range map[string]struct {
+		form    url.Values
+		headers map[string]string
+	}{
+		"no token":    {url.Values{"version": {"1"}}, nil},
+		"other token": {url.Values{"version": {"1"}, "csrf": {"x" + csrf}}, nil},
+		"cross-site":  {url.Values{"version": {"1"}, "csrf": {csrf}}, map[string]string{"Sec-Fetch-Site": "cross-site"}},
+		"foreign origin": {url.Values{"version": {"1"}, "csrf": {csrf}}, map[string]string{"Origin": "https://evil.example",
+			"Sec-Fetch-Site": ""}},
+	} {
+		if p := c.do("POST", claim, tc.form, tc.headers); p.status != http.StatusForbidden {
+			t.Errorf("%s: %d, want 403", name, p.status)
+		}
+	}
+	if p := c.do("POST", "/console/signout", url.Values{}, nil); p.status != http.StatusForbidden {
+		t.Errorf("sign-out without token: %d", p.status)
+	}
+	if n := tb.logLen(t); n != before {
+		t.Fatalf("refused posts appended %d events", n-before)
+	}
+	if p := c.do("POST", claim, url.Values{"version": {"1"}, "csrf": {csrf}}, nil); p.status != http.StatusSeeOther {
+		t.Fatalf("claim with the token: %d %s", p.status, p.body)
+	}
+}
+
+// TestConsoleCrossTenant: another tenant's inquiry is not found by id, by receipt link or by an
+// action, exactly like an unknown one, and nothing changes.
+func TestConsoleCrossTenant(t *testing.T) {
+	t.Parallel()
+	for _, b := range apptest.Backends {
+		t.Run(b.Name, func(t *testing.T) {
+			t.Parallel()
+			tb := setup(t, b.Config(t))
+			gid, greceipt := tb.intake(t, tb.globex, "g1")
+			c := tb.client(t)
+			csrf := c.signIn(tb.admin)
+			before := tb.logLen(t)
+			for _, path := range []string{"/console/inquiries/" + string(gid), "/inquiries/r/" + greceipt, "/console/inquiries/unknown-id"} {
+				if p := c.get(path); p.status != http.StatusNotFound {
+					t.Errorf("GET %s: %d, want 404", path, p.status)
+				}
+			}
+			if p := c.get("/console/inbox?q=" + greceipt); p.status != http.StatusOK || strings.Contains(p.body, greceipt+"</a>") {
+				t.Errorf("inbox search found another tenant's receipt: %d", p.status)
+			}
+			for _, a := range []string{"claim", "note"} {
+				p := c.do("POST", "/console/inquiries/"+string(gid)+"/"+a, url.Values{"csrf": {csrf}, "version": {"1"}, "body": {"x"}}, nil)
+				if p.status != http.StatusNotFound {
+					t.Errorf("POST %s on another tenant's inquiry: %d, want 404", a, p.status)
+				}
+			}
+			if n := tb.logLen(t); n != before {
+				t.Fatalf("cross-tenant posts appended %d events", n-before)
+			}
+		})
+	}
+}
+
+// TestConsoleRoleRefusals: a viewer reads but cannot act; operators and viewers get 403 on admin
+// pages and actions; refusals are audited like the API's.
+func TestConsoleRoleRefusals(t *testing.T) {
+	t.Parallel()
+	tb := setup(t, embedded(t))
+	id, _ := tb.intake(t, tb.acme, "k1")
+	v := tb.client(t)
+	vcsrf := v.signIn(tb.viewer)
+	if p := v.get("/console/inquiries/" + string(id)); p.status != http.StatusOK || strings.Contains(p.body, `id="claim"`) {
+		t.Fatalf("viewer's inquiry page: %d (claim offered: %v)", p.status, strings.Contains(p.body, `id="claim"`))
+	}
+	before := tb.logLen(t)
+	if p := v.do("POST", "/console/inquiries/"+string(id)+"/claim", url.Values{"csrf": {vcsrf}, "version": {"1"}}, nil); p.status != http.StatusForbidden {
+		t.Fatalf("viewer claim: %d", p.status)
+	}
+	if tb.logLen(t) != before {
+		t.Fatal("a refused claim appended")
+	}
+	rows, err := tb.app.DB.QueryContext(t.Context(), `SELECT outcome, code FROM command_audit WHERE command = 'claim'`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var outcome, code string
+	for rows.Next() {
+		_ = rows.Scan(&outcome, &code)
+	}
+	rows.Close()
+	if outcome != "refused" || code != "forbidden" {
+		t.Fatalf("audit of the viewer's claim: %q %q", outcome, code)
+	}
+	o := tb.client(t)
+	ocsrf := o.signIn(tb.op)
+	for _, c := range []struct {
+		cl   *browserClient
+		csrf string
+	}{{v, vcsrf}, {o, ocsrf}} {
+		if p := c.cl.get("/console/admin"); p.status != http.StatusForbidden {
+			t.Errorf("admin page for a non-admin: %d", p.status)
+		}
+		if p := c.cl.do("POST", "/console/admin/tokens/revoke", url.Values{"csrf": {c.csrf}, "token_id": {"tok_x"}, "reason": {"r"}}, nil); p.status != http.StatusForbidden {
+			t.Errorf("admin action for a non-admin: %d", p.status)
+		}
+	}
+	if p := o.get("/console/inbox"); strings.Contains(p.body, `href="/console/admin"`) {
+		t.Error("the operator's navigation offers Admin")
+	}
+}
+
+// TestReceiptLinkAfterSignIn: the Slack link /inquiries/r/{receipt} sends a signed-out browser to
+// sign in and then lands on the inquiry; without a session no lookup happens.
+func TestReceiptLinkAfterSignIn(t *testing.T) {
+	t.Parallel()
+	tb := setup(t, embedded(t))
+	id, receipt := tb.intake(t, tb.acme, "k1")
+	c := tb.client(t)
+	p := c.get("/inquiries/r/" + receipt)
+	next := "/inquiries/r/" + receipt
+	if p.status != http.StatusSeeOther || p.header.Get("Location") != "/console/signin?next="+url.QueryEscape(next) {
+		t.Fatalf("signed-out receipt link: %d %q", p.status, p.header.Get("Location"))
+	}
+	if p := c.get("/inquiries/r/CB-NOSUCHRECEIPT"); p.status != http.StatusSeeOther {
+		t.Fatalf("signed-out unknown receipt: %d (must not reveal whether it exists)", p.status)
+	}
+	p = c.do("POST", "/console/signin", url.Values{"token": {tb.op}, "next": {next}}, nil)
+	if p.header.Get("Location") != next {
+		t.Fatalf("sign-in goes to %q, want %q", p.header.Get("Location"), next)
+	}
+	p = c.get(next)
+	if p.status != http.StatusSeeOther || p.header.Get("Location") != "/console/inquiries/"+string(id) {
+		t.Fatalf("receipt link: %d %q", p.status, p.header.Get("Location"))
+	}
+	if p := c.get("/console/inquiries/" + string(id)); p.status != http.StatusOK || !strings.Contains(p.body, receipt) ||
+		!strings.Contains(p.body, "ada@example.com") {
+		t.Fatalf("inquiry page: %d", p.status)
+	}
+}
+
+// TestStaleFormGets412: two operators open the same inquiry; the second one's form, carrying the
+// version it was rendered with, is refused with 412 and says who changed it; nothing is appended.
+func TestStaleFormGets412(t *testing.T) {
+	t.Parallel()
+	tb := setup(t, embedded(t))
+	id, _ := tb.intake(t, tb.acme, "k1")
+	olga, bob := tb.client(t), tb.client(t)
+	ocsrf, bcsrf := olga.signIn(tb.op), bob.signIn(tb.op2)
+	path := "/console/inquiries/" + string(id)
+	if p := olga.do("POST", path+"/claim", url.Values{"csrf": {ocsrf}, "version": {"1"}}, nil); p.status != http.StatusSeeOther {
+		t.Fatalf("olga claims: %d %s", p.status, p.body)
+	}
+	before := tb.logLen(t)
+	p := bob.do("POST", path+"/transition", url.Values{"csrf": {bcsrf}, "version": {"1"}, "to": {"triaged"}, "reason": {"typed text"}}, nil)
+	if p.status != http.StatusPreconditionFailed {
+		t.Fatalf("stale transition: %d", p.status)
+	}
+	for _, want := range []string{`id="conflict"`, "changed by Olga", "reload", `value="typed text"`} {
+		if !strings.Contains(p.body, want) {
+			t.Errorf("412 page lacks %q", want)
+		}
+	}
+	if tb.logLen(t) != before {
+		t.Fatal("a stale form appended")
+	}
+}
+
+// TestInboxFiltersAndCounts: the inbox refuses unknown parameters, finds by receipt and subject,
+// shows counts per status, and pages with a cursor.
+func TestInboxFiltersAndCounts(t *testing.T) {
+	t.Parallel()
+	tb := setup(t, embedded(t))
+	var receipts []string
+	for i := range 27 {
+		_, r := tb.intake(t, tb.acme, "k"+string(rune('a'+i)))
+		receipts = append(receipts, r)
+	}
+	c := tb.client(t)
+	c.signIn(tb.op)
+	if p := c.get("/console/inbox?stauts=new"); p.status != http.StatusBadRequest {
+		t.Fatalf("unknown parameter: %d", p.status)
+	}
+	p := c.get("/console/inbox?q=" + strings.ToLower(receipts[3]))
+	if p.status != http.StatusOK || strings.Count(p.body, `class="receipt"`) != 1 || !strings.Contains(p.body, receipts[3]) {
+		t.Fatalf("receipt search: %d, %d rows", p.status, strings.Count(p.body, `class="receipt"`))
+	}
+	first := c.get("/console/inbox?q=INVOICE")
+	if strings.Count(first.body, `class="receipt"`) != 25 || !strings.Contains(first.body, `id="next"`) {
+		t.Fatalf("subject search: %d rows, next link %v", strings.Count(first.body, `class="receipt"`), strings.Contains(first.body, `id="next"`))
+	}
+	if p := c.get("/console/inbox?q=nothing+like+this"); !strings.Contains(p.body, `id="empty"`) {
+		t.Fatal("a search without matches shows rows")
+	}
+	if !regexp.MustCompile(`id="count-new">New <span class="n">27</span>`).MatchString(p.body) {
+		t.Fatal("count of new inquiries is not 27")
+	}
+	next := regexp.MustCompile(`href="([^"]+)" id="next"`).FindStringSubmatch(first.body)[1]
+	p2 := c.get(strings.ReplaceAll(next, "&amp;", "&"))
+	if n := strings.Count(p2.body, `class="receipt"`); n != 2 {
+		t.Fatalf("second page: %d rows, want 2", n)
+	}
+}

@@ -1,0 +1,332 @@
+package console
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/gorilla/mux"
+
+	"github.com/casebook/casebook/commands"
+	"github.com/casebook/casebook/domain"
+	"github.com/casebook/casebook/eventstore"
+	"github.com/casebook/casebook/queries"
+)
+
+// inboxParams are the inbox's query parameters: the API's list filters plus q (a receipt or words
+// of a subject). Anything else is 400, as on the API.
+var inboxParams = map[string]bool{"status": true, "owner": true, "priority": true, "team": true, "q": true, "cursor": true}
+
+type inboxView struct {
+	Filter   map[string]string
+	Items    []queries.Inquiry
+	Counts   []statusCount
+	Next     string
+	Query    url.Values
+	Names    map[domain.PrincipalID]string
+	Stale    string
+	Receipt  bool
+	Statuses []domain.Status
+	Prios    []domain.Priority
+	Teams    []string
+	People   []personOption
+}
+
+type statusCount struct {
+	Status domain.Status
+	N      int
+	Active bool
+}
+
+type personOption struct {
+	ID   domain.PrincipalID
+	Name string
+}
+
+func (c *Console) inbox(w http.ResponseWriter, r *http.Request, s *session) {
+	if !c.allowed(w, r, s, domain.ActRead) {
+		return
+	}
+	q := r.URL.Query()
+	for k, v := range q {
+		if !inboxParams[k] || len(v) > 1 {
+			c.renderError(w, r, s, http.StatusBadRequest, "Unknown or repeated filter "+strconv.Quote(k)+".")
+			return
+		}
+	}
+	f := queries.Filter{Owner: domain.PrincipalID(q.Get("owner")), Team: q.Get("team"), Cursor: q.Get("cursor"), Limit: 25}
+	var err error
+	if v := q.Get("status"); v != "" {
+		if f.Status, err = domain.ParseStatus("status", v); err != nil {
+			c.fail(w, r, s, err)
+			return
+		}
+	}
+	if v := q.Get("priority"); v != "" {
+		if f.Priority, err = domain.ParsePriority("priority", v); err != nil {
+			c.fail(w, r, s, err)
+			return
+		}
+	}
+	search := strings.TrimSpace(q.Get("q"))
+	isReceipt := strings.HasPrefix(strings.ToUpper(search), "CB-") && !strings.ContainsAny(search, " \t")
+	if isReceipt {
+		f.Receipt = strings.ToUpper(search)
+	} else {
+		f.Subject = search
+	}
+	items, next, err := c.Reader.List(r.Context(), s.P.TenantID, f)
+	if err != nil {
+		c.fail(w, r, s, err)
+		return
+	}
+	counts, err := c.Reader.Counts(r.Context(), s.P.TenantID)
+	if err != nil {
+		c.fail(w, r, s, err)
+		return
+	}
+	v := inboxView{Filter: map[string]string{}, Items: items, Query: q, Receipt: isReceipt, Statuses: domain.Statuses, Prios: domain.Priorities}
+	for _, k := range []string{"status", "owner", "priority", "team", "q"} {
+		v.Filter[k] = q.Get(k)
+	}
+	for _, st := range domain.Statuses {
+		v.Counts = append(v.Counts, statusCount{Status: st, N: counts[st], Active: f.Status == st})
+	}
+	if next != "" {
+		nq := url.Values{}
+		for k, vals := range q {
+			nq[k] = vals
+		}
+		nq.Set("cursor", next)
+		v.Next = "/console/inbox?" + nq.Encode()
+	}
+	v.Names, v.People, v.Teams = c.people(r.Context(), s.P.TenantID)
+	v.Stale = c.staleness()
+	c.render(w, r, http.StatusOK, "inbox", s, v)
+}
+
+// people names the tenant's principals (owner column and filters) and lists its teams.
+func (c *Console) people(ctx context.Context, tenant domain.TenantID) (map[domain.PrincipalID]string, []personOption, []string) {
+	names := map[domain.PrincipalID]string{}
+	ps, err := c.Tenancy.Principals(ctx, tenant)
+	if err != nil {
+		c.Logger.WarnContext(ctx, "console principals", "err", err)
+	}
+	var opts []personOption
+	var teams []string
+	for _, p := range ps {
+		names[p.ID] = p.Name
+		opts = append(opts, personOption{ID: p.ID, Name: p.Name})
+		if p.Team != "" && !slices.Contains(teams, p.Team) {
+			teams = append(teams, p.Team)
+		}
+	}
+	slices.Sort(teams)
+	return names, opts, teams
+}
+
+// staleness says when the query model is behind: pages then warn that they may be out of date.
+func (c *Console) staleness() string {
+	st := c.QueryModel.Status()
+	switch {
+	case st.LagSeconds >= 5:
+		return "The inquiry list is " + strconv.FormatFloat(st.LagSeconds, 'f', 0, 64) + " s behind the log: recent changes may not show yet."
+	case st.Parked > 0:
+		return strconv.Itoa(st.Parked) + " inquiry stream(s) are parked after errors: their latest changes do not show (Admin → Projections)."
+	case st.LastError != "" && !st.CaughtUp:
+		return "The query model is retrying after an error: recent changes may not show yet."
+	}
+	return ""
+}
+
+type inquiryView struct {
+	Q         queries.Inquiry
+	Owner     string
+	Timeline  []timelineRow
+	Slack     *SlackState
+	Edges     []edge
+	People    []personOption
+	Prios     []domain.Priority
+	Flash     string
+	Conflict  string
+	Error     string
+	Form      map[string]string
+	CanWrite  bool
+	CanAssign bool
+	Stale     string
+}
+
+type edge struct {
+	To          domain.Status
+	NeedsReason bool
+}
+
+type timelineRow struct {
+	queries.TimelineEntry
+	ActorName string
+	Effects   []Effect
+}
+
+func (c *Console) inquiry(w http.ResponseWriter, r *http.Request, s *session) {
+	if !c.allowed(w, r, s, domain.ActRead) {
+		return
+	}
+	if raw := r.URL.Query().Get("after"); raw != "" {
+		// Read-your-writes: wait (boundedly) until the query model has the change just made.
+		if pos, err := eventstore.ParsePosition(raw); err == nil {
+			ctx, cancel := context.WithTimeout(r.Context(), maxWait)
+			_ = c.QueryModel.WaitFor(ctx, pos)
+			cancel()
+		}
+	}
+	v, status, err := c.inquiryData(r, s, domain.InquiryID(mux.Vars(r)["id"]))
+	if err != nil {
+		c.fail(w, r, s, err)
+		return
+	}
+	switch r.URL.Query().Get("done") {
+	case "claim":
+		v.Flash = "Claimed: you own this inquiry."
+	case "transition":
+		v.Flash = "Status changed."
+	case "assign":
+		v.Flash = "Assigned."
+	case "note":
+		v.Flash = "Note added."
+	}
+	c.render(w, r, status, "inquiry", s, v)
+}
+
+// inquiryData loads everything the inquiry page shows.
+func (c *Console) inquiryData(r *http.Request, s *session, id domain.InquiryID) (*inquiryView, int, error) {
+	ctx := r.Context()
+	q, err := c.Reader.Get(ctx, s.P.TenantID, id)
+	if err != nil {
+		return nil, 0, err
+	}
+	tl, err := c.Reader.Timeline(ctx, s.P.TenantID, id)
+	if err != nil && !errors.Is(err, domain.ErrNotFound) {
+		return nil, 0, err
+	}
+	names, people, _ := c.people(ctx, s.P.TenantID)
+	v := &inquiryView{Q: q, Owner: names[q.Owner], People: people, Prios: domain.Priorities, Form: map[string]string{}, Stale: c.staleness()}
+	v.CanWrite = domain.Authorize(s.P, domain.ActTransit) == nil
+	v.CanAssign = domain.Authorize(s.P, domain.ActAssign) == nil
+	for _, to := range domain.Statuses {
+		if ok, reason := domain.CanTransition(q.Status, to); ok {
+			v.Edges = append(v.Edges, edge{To: to, NeedsReason: reason})
+		}
+	}
+	var effects []Effect
+	if c.Slack != nil {
+		h, err := c.Slack.Health(ctx, s.P.TenantID, id)
+		if err != nil {
+			c.Logger.WarnContext(ctx, "console slack health", "err", err)
+			h = SlackState{State: "unknown"}
+		}
+		v.Slack = &h
+		if effects, err = c.Slack.Effects(ctx, s.P.TenantID, nil, id); err != nil {
+			c.Logger.WarnContext(ctx, "console effects", "err", err)
+		}
+	}
+	for _, e := range tl {
+		row := timelineRow{TimelineEntry: e, ActorName: names[e.Actor]}
+		for _, ef := range effects {
+			if ef.Version == e.Version {
+				row.Effects = append(row.Effects, ef)
+			}
+		}
+		v.Timeline = append(v.Timeline, row)
+	}
+	return v, http.StatusOK, nil
+}
+
+// act runs an inquiry action from a form. Every form carries the version the page showed; a
+// stale version re-renders the page with 412 and who changed it.
+func (c *Console) act(w http.ResponseWriter, r *http.Request, s *session) {
+	id := domain.InquiryID(mux.Vars(r)["id"])
+	action := mux.Vars(r)["action"]
+	t := commands.Target{Tenant: s.P.TenantID, InquiryID: id, Actor: s.P, CorrelationID: requestID(w),
+		IdempotencyKey: formValue(r, "idempotency_key")}
+	version, ok := atoi(formValue(r, "version"))
+	if !ok {
+		c.renderError(w, r, s, http.StatusBadRequest, "The form lacks the inquiry's version. Reload the page and try again.")
+		return
+	}
+	t.IfVersion = &version
+	var res commands.Result
+	var err error
+	switch action {
+	case "claim":
+		res, err = c.Commands.Claim(r.Context(), commands.Claim{Target: t})
+	case "transition":
+		cmd := commands.Transition{Target: t, Reason: formValue(r, "reason")}
+		cmd.To, err = domain.ParseStatus("to", formValue(r, "to"))
+		if err == nil && formValue(r, "priority") != "" {
+			cmd.Priority, err = domain.ParsePriority("priority", formValue(r, "priority"))
+		}
+		if err == nil {
+			res, err = c.Commands.Transition(r.Context(), cmd)
+		}
+	case "assign":
+		res, err = c.Commands.Assign(r.Context(), commands.Assign{Target: t, Owner: domain.PrincipalID(formValue(r, "owner"))})
+	case "note":
+		res, err = c.Commands.AddNote(r.Context(), commands.AddNote{Target: t, Body: r.PostForm.Get("body")})
+	default:
+		c.renderError(w, r, s, http.StatusNotFound, "There is no such action.")
+		return
+	}
+	if err != nil {
+		c.refused(w, r, s, id, version, err)
+		return
+	}
+	to := "/console/inquiries/" + url.PathEscape(string(id)) + "?done=" + action
+	if res.Position != (eventstore.Position{}) {
+		to += "&after=" + url.QueryEscape(res.Position.String())
+	}
+	http.Redirect(w, r, to, http.StatusSeeOther)
+}
+
+// refused re-renders the inquiry page with the refusal, keeping what was typed. A stale version
+// says who changed the inquiry and asks for a reload.
+func (c *Console) refused(w http.ResponseWriter, r *http.Request, s *session, id domain.InquiryID, version uint64, err error) {
+	status, code := c.StatusOf(err)
+	if status >= http.StatusInternalServerError || errors.Is(err, domain.ErrNotFound) {
+		c.fail(w, r, s, err)
+		return
+	}
+	if c.Head != nil {
+		// Show the change that won: wait (boundedly) for the query model to reach the log's head.
+		if head, herr := c.Head(r.Context()); herr == nil {
+			ctx, cancel := context.WithTimeout(r.Context(), maxWait)
+			_ = c.QueryModel.WaitFor(ctx, head)
+			cancel()
+		}
+	}
+	v, _, lerr := c.inquiryData(r, s, id)
+	if lerr != nil {
+		c.fail(w, r, s, lerr)
+		return
+	}
+	for _, k := range []string{"to", "reason", "priority", "owner", "body"} {
+		v.Form[k] = r.PostForm.Get(k)
+	}
+	if errors.Is(err, domain.ErrConcurrency) || errors.Is(err, domain.ErrAlreadyClaimed) {
+		who := c.Reader.ChangedBy(r.Context(), c.Tenancy, s.P.TenantID, id, 0)
+		if who == "" {
+			who = "someone else"
+		}
+		v.Conflict = "This inquiry was changed by " + who + " (now " + string(v.Q.Status) + ") since you opened it (version " +
+			strconv.FormatUint(version, 10) + ", now " + strconv.FormatUint(v.Q.Version, 10) + ") — reload to see the change, then try again."
+		if errors.Is(err, domain.ErrAlreadyClaimed) {
+			v.Conflict = "Already claimed by " + who + " — reload to see the change."
+		}
+	} else {
+		v.Error = messageFor(code, err)
+	}
+	c.render(w, r, status, "inquiry", s, v)
+}

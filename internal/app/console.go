@@ -1,0 +1,120 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/riverqueue/river/rivertype"
+
+	"github.com/casebook/casebook/adapters/console"
+	"github.com/casebook/casebook/adapters/httpapi"
+	"github.com/casebook/casebook/commands"
+	"github.com/casebook/casebook/domain"
+)
+
+// wireConsole builds the operator console on the same executor, reader and tenancy as the API.
+func (a *App) wireConsole(ctx context.Context) error {
+	audit, err := commands.NewAdminAudit(ctx, a.DB)
+	if err != nil {
+		return err
+	}
+	a.Console = &console.Console{
+		Commands: a.audited(), Reader: a.Reader, Tenancy: a.Tenancy, QueryModel: a.QueryModel(), Head: a.Store.Head, Admin: a,
+		Slack: consoleSlack{a}, AdminAudit: audit, StatusOf: httpapi.StatusOf, Logger: a.Config.Logger, Now: a.Config.Now,
+		SecureCookies: strings.HasPrefix(a.Config.PublicURL, "https://"),
+	}
+	return nil
+}
+
+// consoleSlack adapts the Slack projection to the console, always within one tenant.
+type consoleSlack struct{ a *App }
+
+var _ console.Slack = consoleSlack{}
+
+func (s consoleSlack) Health(ctx context.Context, tenant domain.TenantID, id domain.InquiryID) (console.SlackState, error) {
+	h, err := s.a.Slack.Health(ctx, tenant, id)
+	if err != nil {
+		return console.SlackState{}, err
+	}
+	return console.SlackState{State: h.State, DesiredVersion: h.DesiredVersion, ObservedVersion: h.ObservedVersion, Channel: h.Channel,
+		LastSuccess: h.LastSuccess, LastError: h.LastError, ErrorClass: h.ErrorClass}, nil
+}
+
+// Effects lists the thread effect jobs (the List jobs have no operator listing yet).
+func (s consoleSlack) Effects(ctx context.Context, tenant domain.TenantID, states []string, inquiry domain.InquiryID) ([]console.Effect, error) {
+	st := make([]rivertype.JobState, 0, len(states))
+	for _, v := range states {
+		st = append(st, rivertype.JobState(v))
+	}
+	list, err := s.a.Effects.List(ctx, tenant, st, 1000)
+	if err != nil {
+		return nil, err
+	}
+	var out []console.Effect
+	for _, e := range list {
+		if inquiry != "" && e.Inquiry != inquiry {
+			continue
+		}
+		out = append(out, console.Effect{ID: e.ID, Kind: "thread", State: string(e.State), Inquiry: e.Inquiry, Version: e.Version,
+			Attempt: e.Attempt, MaxAttempts: e.MaxAttempts, LastError: e.LastError, ScheduledAt: e.ScheduledAt, FinalizedAt: e.FinalizedAt})
+	}
+	return out, nil
+}
+
+func (s consoleSlack) RetryEffect(ctx context.Context, tenant domain.TenantID, id int64) error {
+	_, err := s.a.Effects.Retry(ctx, tenant, id)
+	return err
+}
+
+func (s consoleSlack) CancelEffect(ctx context.Context, tenant domain.TenantID, id int64) error {
+	_, err := s.a.Effects.Cancel(ctx, tenant, id)
+	return err
+}
+
+func (s consoleSlack) Circuits(ctx context.Context, tenant domain.TenantID) ([]console.Circuit, error) {
+	cs, err := s.a.Slack.Circuits(ctx, tenant)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]console.Circuit, 0, len(cs))
+	for _, c := range cs {
+		out = append(out, console.Circuit{Channel: c.Channel, Open: c.Open, Reason: c.Reason, OpenedAt: c.OpenedAt, CooldownUntil: c.CooldownUntil})
+	}
+	return out, nil
+}
+
+func (s consoleSlack) CloseCircuit(ctx context.Context, tenant domain.TenantID, channel string) error {
+	_, err := s.a.Slack.CloseCircuit(ctx, tenant, channel)
+	return err
+}
+
+// Tables shows the tenant's Slack Lists: activation, schema, sync health, cooldown and circuit.
+func (s consoleSlack) Tables(ctx context.Context, tenant domain.TenantID) ([]console.Table, error) {
+	sts, err := s.a.Lists.Store.Statuses(ctx, tenant)
+	if err != nil {
+		return nil, err
+	}
+	t := console.Table{Title: "Slack Lists", Note: "Activate, check and close circuits with casebook lists.",
+		Columns: []string{"List", "Team", "Clearance", "Activation", "Schema", "Circuit", "Cooldown until", "Sync"}}
+	for _, l := range sts {
+		circuit := "closed"
+		if l.CircuitOpen {
+			circuit = "open: " + l.CircuitReason
+		}
+		cool := "—"
+		if l.CooldownUntil != nil {
+			cool = l.CooldownUntil.UTC().Format("2006-01-02 15:04 UTC")
+		}
+		schema := l.Schema
+		if l.SchemaReason != "" {
+			schema += ": " + l.SchemaReason
+		}
+		activation := l.Activation
+		if l.LastProbeError != "" {
+			activation += " (last probe: " + l.LastProbeError + ")"
+		}
+		t.Rows = append(t.Rows, []string{l.List, l.Team, l.Clearance, activation, schema, circuit, cool, fmt.Sprintf("%d synced, %d failing", l.Sync.Synced, l.Sync.Failing)})
+	}
+	return []console.Table{t}, nil
+}
