@@ -11,11 +11,13 @@ import (
 	"mime"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 
 	"github.com/gorilla/mux"
 
 	"github.com/casebook/casebook/domain"
+	"github.com/casebook/casebook/tenancy"
 )
 
 // publicRoutes registers the public intake: the JSON route and the HTML form, which shares its
@@ -28,7 +30,7 @@ func (s *Server) publicRoutes(r *mux.Router) {
 
 // formCSS is the form's only style; the Content-Security-Policy allows exactly it, by hash.
 const formCSS = `body{font-family:system-ui,sans-serif;max-width:40rem;margin:2rem auto;padding:0 1rem}` +
-	`label{display:block;margin-top:1rem}input,textarea{width:100%;box-sizing:border-box;padding:.4rem}` +
+	`label{display:block;margin-top:1rem}input,textarea,select{width:100%;box-sizing:border-box;padding:.4rem;font:inherit}` +
 	`button{margin-top:1rem;padding:.5rem 1.5rem}.error{color:#a00}` +
 	`.hp{position:absolute;left:-10000px;width:1px;height:1px;overflow:hidden}`
 
@@ -54,6 +56,14 @@ var formTemplate = template.Must(template.New("form").Parse(`<!doctype html>
 <input id="email" name="email" type="email" required maxlength="{{.Limits.Email}}" autocomplete="email" value="{{.In.Email}}">
 <label for="subject">Subject</label>
 <input id="subject" name="subject" required maxlength="{{.Limits.Subject}}" value="{{.In.Subject}}">
+{{- if .KeepCategory}}{{with .In.Category}}<input type="hidden" name="category" value="{{.}}">{{end}}
+{{- else if .Categories}}
+<label for="category">Category</label>
+<select id="category" name="category" required>
+<option value="">Choose…</option>
+{{- range .Categories}}<option value="{{.Slug}}"{{if eq .Slug $.In.Category}} selected{{end}}>{{.Label}}</option>{{end}}
+</select>
+{{- end}}
 <label for="message">Message</label>
 <textarea id="message" name="message" required rows="8" maxlength="{{.Limits.Message}}">{{.In.Message}}</textarea>
 <div class="hp" aria-hidden="true"><label for="website">Website (leave empty)</label>
@@ -76,6 +86,8 @@ type formView struct {
 	Page, Title, Slug, Key, Receipt, Error string
 	In                                     publicInquiry
 	Limits                                 FieldLimits
+	Categories                             []tenancy.Category
+	KeepCategory                           bool // carry In.Category as a hidden field
 }
 
 // formFields are the documented form fields; anything else is refused.
@@ -101,7 +113,36 @@ func (s *Server) formPage(w http.ResponseWriter, r *http.Request) {
 		s.renderFormError(w, r, err)
 		return
 	}
-	s.render(w, http.StatusOK, formView{Page: "form", Title: "Contact " + t.Slug, Slug: t.Slug, Key: newFormKey(), Limits: s.public.cfg.Fields})
+	v, err := s.formFor(r, t)
+	if err != nil {
+		s.renderFormError(w, r, err)
+		return
+	}
+	v.Key = newFormKey()
+	s.render(w, http.StatusOK, v)
+}
+
+// formFor is the form page of a tenant: its display name and categories.
+func (s *Server) formFor(r *http.Request, t tenancy.Tenant) (formView, error) {
+	p, err := s.Tenancy.Profile(r.Context(), t)
+	if err != nil {
+		return formView{}, err
+	}
+	return formView{Page: "form", Title: "Contact " + p.Name, Slug: t.Slug, Limits: s.public.cfg.Fields, Categories: p.Categories}, nil
+}
+
+// retryWords says how long Retry-After asks a person to wait.
+func retryWords(h http.Header) string {
+	secs, err := strconv.Atoi(h.Get("Retry-After"))
+	switch {
+	case err != nil || secs < 1:
+		return "a moment"
+	case secs == 1:
+		return "1 second"
+	case secs < 120:
+		return strconv.Itoa(secs) + " seconds"
+	}
+	return strconv.Itoa((secs+59)/60) + " minutes"
 }
 
 // formSubmit is POST /f/{tenant_slug}: a classic urlencoded form post, no JavaScript needed.
@@ -112,17 +153,39 @@ func (s *Server) formSubmit(w http.ResponseWriter, r *http.Request) {
 	if err == nil {
 		in, key, err = decodeForm(w, r, s.public.cfg.MaxBody)
 	}
+	var view formView
+	if err == nil {
+		if view, err = s.formFor(r, a.tenant); err == nil && len(view.Categories) > 0 &&
+			!slices.ContainsFunc(view.Categories, func(c tenancy.Category) bool { return c.Slug == in.Category }) {
+			err = domain.Invalid("category", "choose one from the list")
+		}
+	}
 	if err == nil {
 		receipt, err = s.acceptPublic(r, a, in, key)
 	}
 	var ve *domain.ValidationError
+	var ae *apiError
 	switch {
 	case err == nil:
 		s.render(w, http.StatusAccepted, formView{Page: "receipt", Title: "Inquiry received", Receipt: receipt})
 	case errors.As(err, &ve) && ve.Field != "idempotency_key":
 		in.Website = ""
-		s.render(w, http.StatusUnprocessableEntity, formView{Page: "form", Title: "Contact " + a.tenant.Slug, Slug: a.tenant.Slug,
-			Key: key, In: in, Limits: s.public.cfg.Fields, Error: "Please check the " + ve.Field + " field: " + ve.Reason + "."})
+		view.Key, view.In, view.Error = key, in, "Please check the "+ve.Field+" field: "+ve.Reason+"."
+		s.render(w, http.StatusUnprocessableEntity, view)
+	case errors.As(err, &ae) && ae.code == "rate_limited":
+		// Keep what the person typed, and say how long Retry-After asks them to wait. No storage is
+		// read for a refused client (admission stays cheap): the page keeps the slug as its title
+		// and the chosen category as a hidden field.
+		slug := mux.Vars(r)["tenant_slug"]
+		in, key, _ = decodeForm(w, r, s.public.cfg.MaxBody)
+		in.Website = ""
+		if key == "" {
+			key = newFormKey()
+		}
+		view = formView{Page: "form", Title: "Contact " + slug, Slug: slug, Key: key, In: in, Limits: s.public.cfg.Fields, KeepCategory: true}
+		view.Error = "Too many submissions from your network. Please wait " + retryWords(w.Header()) +
+			", then send again; what you typed is kept below."
+		s.render(w, http.StatusTooManyRequests, view)
 	default:
 		s.renderFormError(w, r, err)
 	}

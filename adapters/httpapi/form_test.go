@@ -11,6 +11,7 @@ import (
 
 	"github.com/casebook/casebook/internal/app"
 	"github.com/casebook/casebook/internal/ratelimit"
+	"github.com/casebook/casebook/tenancy"
 )
 
 // postForm submits a urlencoded form to /f/{slug} and returns the HTML answer.
@@ -162,5 +163,50 @@ func TestFormRateLimit(t *testing.T) {
 	status, h, page := tb.postForm(t, "acme", formValues("f2"), nil)
 	if status != http.StatusTooManyRequests || h.Get("Retry-After") != "60" || !strings.Contains(page, "Too many submissions") {
 		t.Fatalf("third submission = %d Retry-After=%q %s", status, h.Get("Retry-After"), page)
+	}
+}
+
+// TestFormNameCategoriesAndRetryAfter: the form shows the tenant's display name and a select of its
+// categories, refuses a category not on the list keeping what was typed, and on 429 keeps the
+// input and says how long Retry-After asks to wait.
+func TestFormNameCategoriesAndRetryAfter(t *testing.T) {
+	t.Parallel()
+	clk := &fakeClock{t: time.Date(2026, 11, 1, 9, 0, 0, 0, time.UTC)}
+	tb := setupWith(t, func(c *app.Config) {
+		c.Public = unlimited
+		c.Public.ClientRate = ratelimit.Rate{Events: 1, Per: time.Minute, Burst: 2}
+		c.Public.Now = clk.Now
+	})
+	name := "Acme & Co"
+	if _, err := tb.app.Tenancy.SetProfile(t.Context(), "acme", &name, []tenancy.Category{{Slug: "billing", Label: "Billing"},
+		{Slug: "shipping", Label: "Shipping & returns"}}); err != nil {
+		t.Fatal(err)
+	}
+	r := tb.do(t, "GET", "/f/acme", "", nil, "")
+	for _, want := range []string{"<title>Contact Acme &amp; Co</title>", `<select id="category" name="category" required>`,
+		`<option value="shipping">Shipping &amp; returns</option>`} {
+		if !strings.Contains(r.raw, want) {
+			t.Errorf("form page lacks %q", want)
+		}
+	}
+	vals := formValues("f1")
+	vals.Set("category", "legal")
+	status, _, page := tb.postForm(t, "acme", vals, nil)
+	if status != http.StatusUnprocessableEntity || !strings.Contains(page, "category field") || !strings.Contains(page, `value="Invoice wrong"`) {
+		t.Fatalf("unknown category = %d %s", status, page)
+	}
+	if n := tb.logLen(t); n != 0 {
+		t.Fatalf("a refused category appended %d events", n)
+	}
+	vals.Set("category", "shipping")
+	if status, _, page := tb.postForm(t, "acme", vals, nil); status != http.StatusAccepted {
+		t.Fatalf("listed category = %d %s", status, page)
+	}
+	vals = formValues("f2")
+	vals.Set("category", "billing")
+	status, h, page := tb.postForm(t, "acme", vals, nil)
+	if status != http.StatusTooManyRequests || h.Get("Retry-After") != "60" || !strings.Contains(page, "Please wait 60 seconds") ||
+		!strings.Contains(page, `value="Invoice wrong"`) || !strings.Contains(page, `name="category" value="billing"`) {
+		t.Fatalf("rate limited = %d Retry-After=%q %s", status, h.Get("Retry-After"), page)
 	}
 }

@@ -45,7 +45,8 @@ const usage = `usage: casebook <command> [flags]
 commands:
   serve                                      run the HTTP API and the subscribers
   migrate                                    create or upgrade the storage schema, then exit
-  tenants create --slug S [--ttl D]          create a tenant; prints its admin token once
+  tenants create --slug S [--name N] [--ttl D]  create a tenant; prints its admin token once
+  tenants set-form --slug S [--name N] [--category slug=Label]…  the public form's display name and categories
   tenants set-origins --slug S [--origin O]…  trusted browser origins of the tenant's public intake
   principals create --tenant S --name N --role admin|operator|viewer [--team T] [--ttl D]
                                              create a principal; prints its token once
@@ -181,6 +182,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	fmt.Fprintf(stderr, "Console: %s/console (sign in with an operator token)\n", consoleBase(cfg.PublicURL, ln.Addr().String()))
 	return a.Serve(ctx, ln)
 }
 
@@ -201,11 +203,15 @@ func tenants(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if len(args) > 0 && args[0] == "set-origins" {
 		return setOrigins(ctx, args[1:], stdout, stderr)
 	}
+	if len(args) > 0 && args[0] == "set-form" {
+		return setForm(ctx, args[1:], stdout, stderr)
+	}
 	if len(args) == 0 || args[0] != "create" {
-		return errors.New("usage: casebook tenants create --slug S [--ttl D] | set-origins --slug S [--origin O]…")
+		return errors.New("usage: casebook tenants create --slug S [--name N] [--ttl D] | set-origins --slug S [--origin O]… | set-form --slug S [--name N] [--category slug=Label]…")
 	}
 	fs, sf := newFlags("tenants create", stderr)
 	slug := fs.String("slug", "", "tenant slug (a-z, 0-9, -)")
+	name := fs.String("name", "", "display name shown on the public form (default: the slug)")
 	ttl := ttlFlag(fs)
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
@@ -225,6 +231,13 @@ func tenants(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 	out["tenant_id"], out["slug"], out["admin_token"] = t.ID, t.Slug, token
+	if *name != "" {
+		p, err := a.Tenancy.SetProfile(ctx, t.Slug, name, nil)
+		if err != nil {
+			return fmt.Errorf("tenant %s was created, but its name was not set (retry with tenants set-form): %w", t.Slug, err)
+		}
+		out["name"] = p.Name
+	}
 	return printJSON(stdout, out)
 }
 
