@@ -4,7 +4,7 @@ BIN      := bin/casebook
 PKGS     := ./...
 # `make fuzz` runs each fuzz target for FUZZTIME; `make test` runs only their seed corpora.
 FUZZTIME ?= 10s
-FUZZ     := ./adapters/httpapi:FuzzIntakeDecode ./adapters/httpapi:FuzzNormalize \
+FUZZ     := ./adapters/httpapi:FuzzIntakeDecode ./commands:FuzzNormalize \
             ./adapters/slack/callbacks:FuzzVerify ./adapters/slack/callbacks:FuzzParseInteraction \
             ./projections/querymodel:FuzzFastDecodeMatchesJSON
 

@@ -71,6 +71,7 @@ type IntakeResult struct {
 
 // Intake records a new inquiry. It returns only after the InquiryReceived event is durable.
 func (h *Handler) Intake(ctx context.Context, c Intake) (IntakeResult, error) {
+	c = NormalizeIntake(c)
 	if c.IdempotencyKey == "" {
 		c.IdempotencyKey = "auto:" + h.NewID()
 	}
@@ -137,6 +138,7 @@ type Transition struct {
 
 // Transition executes c.
 func (h *Handler) Transition(ctx context.Context, c Transition) (Result, error) {
+	c.Reason = Normalize(c.Reason, false)
 	return h.execute(ctx, c.Target, fingerprint("transition", c.To, c.Reason, c.Priority), func(q *domain.Inquiry) ([]domain.Event, error) {
 		return q.Transition(c.Actor, c.To, c.Reason, c.Priority)
 	})
@@ -183,6 +185,7 @@ type AddNote struct {
 
 // AddNote executes c.
 func (h *Handler) AddNote(ctx context.Context, c AddNote) (Result, error) {
+	c.Body = Normalize(c.Body, true)
 	return h.execute(ctx, c.Target, fingerprint("note", c.Body), func(q *domain.Inquiry) ([]domain.Event, error) {
 		return q.AddNote(c.Actor, c.Body)
 	})

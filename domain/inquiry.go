@@ -113,16 +113,16 @@ func Receive(n NewInquiry) ([]Event, error) {
 	if !n.Source.Valid() {
 		return nil, Invalid("source", "unknown source %q", n.Source)
 	}
-	if err := checkText("name", n.Requester.Name, false, MaxNameLen); err != nil {
+	if err := CheckName("name", n.Requester.Name, false); err != nil {
 		return nil, err
 	}
-	if err := checkText("email", n.Requester.Email, true, MaxEmailLen); err != nil {
+	if err := checkLine("email", n.Requester.Email, true, MaxEmailLen); err != nil {
 		return nil, err
 	}
 	if !ValidEmail(n.Requester.Email) {
 		return nil, Invalid("email", "is not a valid address")
 	}
-	if err := checkText("subject", n.Subject, true, MaxSubjectLen); err != nil {
+	if err := checkLine("subject", n.Subject, true, MaxSubjectLen); err != nil {
 		return nil, err
 	}
 	if err := checkText("message", n.Message, true, MaxMessageLen); err != nil {
@@ -152,10 +152,10 @@ func (q *Inquiry) Transition(actor Principal, to Status, reason string, priority
 		return nil, &TransitionError{From: q.Status, To: to}
 	}
 	reason = strings.TrimSpace(reason)
-	if needsReason && reason == "" {
+	if needsReason && !Visible(reason) {
 		return nil, Invalid("reason", "is required to move to %s", to)
 	}
-	if err := checkText("reason", reason, false, MaxReasonLen); err != nil {
+	if err := checkLine("reason", reason, false, MaxReasonLen); err != nil {
 		return nil, err
 	}
 	if priority != "" && to != StatusTriaged {

@@ -4,6 +4,7 @@ import (
 	"log/slog"
 	"net/mail"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -168,12 +169,22 @@ const (
 	MaxNoteLen     = 10000
 )
 
-// checkText validates a required or optional free-text field.
+// checkText validates a multiline free-text field under the text policy (text.go): clean, visible
+// when required, at most maxRunes characters.
 func checkText(field, v string, required bool, maxRunes int) error {
-	if !utf8.ValidString(v) {
-		return Invalid(field, "must be valid UTF-8")
+	return checkField(field, v, required, maxRunes, true)
+}
+
+// checkLine is checkText for single-line fields: no line breaks or tabs.
+func checkLine(field, v string, required bool, maxRunes int) error {
+	return checkField(field, v, required, maxRunes, false)
+}
+
+func checkField(field, v string, required bool, maxRunes int, multiline bool) error {
+	if err := checkClean(field, v, multiline); err != nil {
+		return err
 	}
-	if required && strings.TrimSpace(v) == "" {
+	if required && !Visible(v) {
 		return Invalid(field, "is required")
 	}
 	if utf8.RuneCountInString(v) > maxRunes {
@@ -182,8 +193,28 @@ func checkText(field, v string, required bool, maxRunes int) error {
 	return nil
 }
 
-// ValidEmail reports whether s is a single bare address (no display name).
+// RFC 5321 §4.5.3.1: a local part of at most 64 octets, a domain of at most 255, and a path of at
+// most 256 octets including the angle brackets, so an address of at most 254.
+const (
+	maxLocalPart = 64
+	maxDomain    = 255
+)
+
+// ValidEmail reports whether s is a single bare address (no display name) within RFC 5321's
+// lengths, without white space, control or invisible characters.
 func ValidEmail(s string) bool {
+	if len(s) > MaxEmailLen || !utf8.ValidString(s) {
+		return false
+	}
+	for _, r := range s {
+		if unicode.IsSpace(r) || unicode.IsControl(r) || unicode.Is(unicode.Cf, r) || stripped(r) || blank(r) {
+			return false
+		}
+	}
+	at := strings.LastIndexByte(s, '@')
+	if at < 1 || at > maxLocalPart || len(s)-at-1 > maxDomain {
+		return false
+	}
 	a, err := mail.ParseAddress(s)
 	return err == nil && a.Name == "" && a.Address == s
 }

@@ -142,8 +142,8 @@ func (s *Store) insertPrincipal(ctx context.Context, tx *sql.Tx, p domain.Princi
 // CreatePrincipal adds a principal to the tenant with slug and returns it with its first token.
 func (s *Store) CreatePrincipal(ctx context.Context, slug, name string, role domain.Role, team string) (domain.Principal, string, error) {
 	name, team = strings.TrimSpace(name), strings.TrimSpace(team)
-	if name == "" || len(name) > 200 {
-		return domain.Principal{}, "", domain.Invalid("name", "is required (at most 200 characters)")
+	if err := domain.CheckName("name", name, true); err != nil {
+		return domain.Principal{}, "", err
 	}
 	if len(team) > 64 {
 		return domain.Principal{}, "", domain.Invalid("team", "must be at most 64 characters")

@@ -167,11 +167,12 @@ func (p publicInquiry) LogValue() slog.Value {
 		slog.String("category", p.Category), slog.Bool("website_set", p.Website != ""))
 }
 
-// normalized applies normalize to every field; only the message keeps line breaks and tabs.
+// normalized applies the one text policy (commands.Normalize) to every field, before the
+// configured limits are checked; only the message keeps line breaks and tabs.
 func (p publicInquiry) normalized() publicInquiry {
 	return publicInquiry{
-		Name: normalize(p.Name, false), Email: normalize(p.Email, false), Subject: normalize(p.Subject, false),
-		Message: normalize(p.Message, true), Category: normalize(p.Category, false), Website: normalize(p.Website, false),
+		Name: commands.Normalize(p.Name, false), Email: commands.Normalize(p.Email, false), Subject: commands.Normalize(p.Subject, false),
+		Message: commands.Normalize(p.Message, true), Category: commands.Normalize(p.Category, false), Website: commands.Normalize(p.Website, false),
 	}
 }
 

@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/casebook/casebook/adapters/httpapi"
+	"github.com/casebook/casebook/commands"
 	"github.com/casebook/casebook/domain"
 	"github.com/casebook/casebook/internal/app"
 )
@@ -260,7 +261,7 @@ func principals(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	defer a.Close()
 	a.Tenancy.TokenTTL = *ttl
-	p, token, err := a.Tenancy.CreatePrincipal(ctx, *tenant, *name, domain.Role(*role), *team)
+	p, token, err := a.Tenancy.CreatePrincipal(ctx, *tenant, commands.Normalize(*name, false), domain.Role(*role), *team)
 	if err != nil {
 		return err
 	}
