@@ -12,6 +12,7 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -125,6 +126,37 @@ type publicState struct {
 	// secret keys client-address hashes and decoy receipts. It is random per process: both only need
 	// to be stable while the in-memory limiters are.
 	secret []byte
+	decoys decoyKeys
+}
+
+// maxDecoyKeys bounds the honeypot keys remembered per process; the oldest is forgotten first.
+const maxDecoyKeys = 10000
+
+// decoyKeys remembers which submission each honeypot idempotency key was first used with, so a
+// reuse with another body is refused (422) exactly as a real intake's would be.
+type decoyKeys struct {
+	mu    sync.Mutex
+	first map[string]string // keyed key hash → request fingerprint
+	order []string
+}
+
+// use records fp for key, or reports whether it matches the fingerprint recorded first.
+func (d *decoyKeys) use(key, fp string) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.first == nil {
+		d.first = map[string]string{}
+	}
+	if prev, ok := d.first[key]; ok {
+		return prev == fp
+	}
+	if len(d.order) >= maxDecoyKeys {
+		delete(d.first, d.order[0])
+		d.order = d.order[1:]
+	}
+	d.first[key] = fp
+	d.order = append(d.order, key)
+	return true
 }
 
 func newPublicState(cfg PublicConfig) *publicState {
@@ -271,7 +303,8 @@ func (s *Server) acceptPublic(r *http.Request, a admitted, in publicInquiry, key
 }
 
 // decoy answers a honeypot submission: the same validation errors a real one would get, else a
-// receipt of the real format, stable per idempotency key within this process. Nothing is appended.
+// receipt of the real format, stable per idempotency key within this process, and the real 422
+// when a key is reused with another submission. Nothing is appended.
 func (s *Server) decoy(ctx context.Context, a admitted, c commands.Intake) (string, error) {
 	if err := commands.CheckKey(c.IdempotencyKey); err != nil {
 		return "", err
@@ -288,6 +321,11 @@ func (s *Server) decoy(ctx context.Context, a admitted, c commands.Intake) (stri
 		m := hmac.New(sha256.New, s.public.secret)
 		m.Write([]byte("decoy\x00" + string(c.Tenant) + "\x00" + c.IdempotencyKey))
 		sum = m.Sum(nil)
+		fp := sha256.Sum256([]byte(strings.Join([]string{c.Requester.Name, c.Requester.Email, c.Subject, c.Message, c.Category}, "\x00")))
+		if !s.public.decoys.use(string(sum), string(fp[:])) {
+			s.logPublic(ctx, "public intake dropped", "honeypot", a)
+			return "", domain.ErrIdempotencyMismatch
+		}
 	}
 	s.logPublic(ctx, "public intake dropped", "honeypot", a)
 	return "CB-" + base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(sum[:10]), nil

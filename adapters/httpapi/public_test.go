@@ -1,6 +1,7 @@
 package httpapi_test
 
 import (
+	"fmt"
 	"net/http"
 	"net/netip"
 	"regexp"
@@ -146,6 +147,19 @@ func TestHoneypot(t *testing.T) {
 	}
 	if first.body["receipt"] != again.body["receipt"] {
 		t.Fatalf("decoy receipts differ for one key: %s, %s", first.raw, again.raw)
+	}
+	// A key reused with another body: the answer a real intake gets, field for field.
+	realReuse := tb.intake(t, "acme", map[string]string{"Idempotency-Key": "real"}, strings.Replace(submission, "42", "43", 1))
+	botReuse := tb.intake(t, "acme", map[string]string{"Idempotency-Key": "bot-1"}, strings.Replace(bot, "42", "43", 1))
+	shape := func(r resp) string {
+		e, _ := r.body["error"].(map[string]any)
+		return fmt.Sprint(r.status, " ", e["code"], " ", e["message"], " ", len(e), " ", r.header.Get("Content-Type"))
+	}
+	if shape(realReuse) != shape(botReuse) || realReuse.status != http.StatusUnprocessableEntity {
+		t.Fatalf("key reuse: real %s, honeypot %s", realReuse.raw, botReuse.raw)
+	}
+	if r := tb.intake(t, "acme", map[string]string{"Idempotency-Key": "bot-1"}, bot); r.body["receipt"] != first.body["receipt"] {
+		t.Fatalf("the first body after a refused reuse = %s", r.raw)
 	}
 	badBot := `{"email":"not-an-address","subject":"s","message":"m","website":"x"}`
 	if r := tb.intake(t, "acme", nil, badBot); r.status != http.StatusUnprocessableEntity || r.code() != "validation_failed" {

@@ -91,3 +91,49 @@ func TestAuthorizationSchemeCaseInsensitive(t *testing.T) {
 		}
 	}
 }
+
+// TestStrictJSONBodies: a body means one thing to every parser: duplicate keys and keys that differ
+// only in case are 400, on public and operator routes; the media type is exactly application/json,
+// with at most a utf-8 charset.
+func TestStrictJSONBodies(t *testing.T) {
+	t.Parallel()
+	tb := setup(t)
+	_, id := tb.submit(t, "k")
+	const ok = `{"name":"Ada","email":"ada@example.com","subject":"s","message":"m"}`
+	for _, b := range []string{
+		`{"name":"Ada","email":"ada@example.com","email":"eve@example.com","subject":"s","message":"m"}`,
+		`{"name":"Ada","Email":"ada@example.com","subject":"s","message":"m"}`,
+		`{"name":"Ada","email":"ada@example.com","EMAIL":"eve@example.com","subject":"s","message":"m"}`,
+		`{"name":"Ada","email":"ada@example.com","subject":"s","message":"m","tenant_id":"t"}`,
+	} {
+		if r := tb.intake(t, "acme", nil, b); r.status != 400 || r.code() != "bad_request" {
+			t.Errorf("intake %s = %d %s, want 400", b, r.status, r.raw)
+		}
+	}
+	for _, b := range []string{`{"body":"a","body":"b"}`, `{"Body":"a"}`, `{"body":"a","BODY":"b"}`} {
+		if r := tb.do(t, "POST", "/v1/inquiries/"+id+"/notes", tb.op, nil, b); r.status != 400 {
+			t.Errorf("note %s = %d %s, want 400", b, r.status, r.raw)
+		}
+	}
+	for ct, want := range map[string]int{
+		"application/json": 202, "application/json; charset=utf-8": 202, "application/json;charset=UTF-8": 202,
+		"": 415, "text/json": 415, "application/jsonx": 415, "application/json-patch+json": 415,
+		"application/json; charset=iso-8859-1": 415, "application/json; profile=x": 415, "application/x-www-form-urlencoded": 415,
+	} {
+		req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, tb.srv.URL+"/v1/public/acme/inquiries", strings.NewReader(ok))
+		if ct != "" {
+			req.Header.Set("Content-Type", ct)
+		}
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = res.Body.Close()
+		if res.StatusCode != want {
+			t.Errorf("Content-Type %q = %d, want %d", ct, res.StatusCode, want)
+		}
+	}
+	if d := tb.do(t, "GET", "/v1/inquiries/"+id, tb.op, nil, ""); d.body["version"] != 1.0 {
+		t.Fatalf("refused bodies changed the inquiry: %s", d.raw)
+	}
+}

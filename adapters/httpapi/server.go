@@ -12,7 +12,9 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"mime"
 	"net/http"
+	"reflect"
 	"strconv"
 	"strings"
 	"time"
@@ -268,10 +270,13 @@ func (s *Server) readyz(w http.ResponseWriter, _ *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
 }
 
-// decode reads one JSON object with only known fields from a body of at most limit bytes.
+// decode reads one JSON object from a body of at most limit bytes. The media type must be exactly
+// application/json (a charset parameter may say utf-8); every key must be one of v's documented
+// fields, spelled exactly, and appear once at every level: encoding/json alone would take the last
+// of two duplicates and match keys case-insensitively, so two parsers could read one body two ways.
 func decode(w http.ResponseWriter, r *http.Request, limit int64, v any) error {
-	if ct := r.Header.Get("Content-Type"); ct != "" && !strings.HasPrefix(ct, "application/json") {
-		return &apiError{http.StatusUnsupportedMediaType, "unsupported_media_type", "body must be application/json"}
+	if !isJSON(r.Header.Get("Content-Type")) {
+		return &apiError{http.StatusUnsupportedMediaType, "unsupported_media_type", "body must be application/json (charset utf-8)"}
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
 	if err != nil {
@@ -280,6 +285,9 @@ func decode(w http.ResponseWriter, r *http.Request, limit int64, v any) error {
 			return &apiError{http.StatusRequestEntityTooLarge, "body_too_large", "body exceeds " + strconv.FormatInt(limit, 10) + " bytes"}
 		}
 		return badRequest("could not read body")
+	}
+	if err := checkKeys(body, jsonFields(v)); err != nil {
+		return err
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
@@ -292,17 +300,97 @@ func decode(w http.ResponseWriter, r *http.Request, limit int64, v any) error {
 	return nil
 }
 
-// jsonProblem describes a decoding error without echoing the input.
+// jsonProblem describes a decoding error without echoing the input. Unknown fields were refused
+// by checkKeys before decoding.
 func jsonProblem(err error) string {
 	var te *json.UnmarshalTypeError
-	switch {
-	case errors.As(err, &te):
+	if errors.As(err, &te) {
 		return "field " + strconv.Quote(truncate(te.Field)) + " has the wrong type"
-	case strings.HasPrefix(err.Error(), "json: unknown field "):
-		f, _ := strconv.Unquote(strings.TrimPrefix(err.Error(), "json: unknown field "))
-		return "unknown field " + strconv.Quote(truncate(f))
 	}
 	return "malformed JSON"
+}
+
+// isJSON accepts application/json, optionally with charset=utf-8, and nothing else.
+func isJSON(ct string) bool {
+	mt, params, err := mime.ParseMediaType(ct)
+	if err != nil || mt != "application/json" {
+		return false
+	}
+	for k, v := range params {
+		if k != "charset" || !strings.EqualFold(v, "utf-8") {
+			return false
+		}
+	}
+	return true
+}
+
+// jsonFields are the JSON names of the fields of the struct v points to.
+func jsonFields(v any) map[string]bool {
+	t := reflect.TypeOf(v)
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	out := map[string]bool{}
+	if t.Kind() != reflect.Struct {
+		return out
+	}
+	for i := range t.NumField() {
+		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
+		if name == "" {
+			name = t.Field(i).Name
+		}
+		if name != "-" {
+			out[name] = true
+		}
+	}
+	return out
+}
+
+// checkKeys refuses a top-level key that is not in fields (exact spelling), and in every object a
+// key given twice or two keys that differ only in case. Malformed JSON is left to the decoder.
+func checkKeys(body []byte, fields map[string]bool) error {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	type object struct{ keys map[string]bool }
+	var stack []*object // nil entries stand for arrays
+	expectKey := false
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil // end of input, or malformed: the decoder reports it
+		}
+		switch t := tok.(type) {
+		case json.Delim:
+			switch t {
+			case '{':
+				stack = append(stack, &object{keys: map[string]bool{}})
+				expectKey = true
+				continue
+			case '[':
+				stack = append(stack, nil)
+			case '}', ']':
+				stack = stack[:len(stack)-1]
+				if len(stack) == 0 {
+					return nil
+				}
+			}
+		case string:
+			if expectKey {
+				o := stack[len(stack)-1]
+				folded := strings.ToLower(t)
+				if len(stack) == 1 && !fields[t] {
+					return badRequest("body must be a JSON object with documented fields only: unknown field " + strconv.Quote(truncate(t)))
+				}
+				if o.keys[folded] {
+					return badRequest("field " + strconv.Quote(truncate(t)) + " given more than once (keys are compared ignoring case)")
+				}
+				o.keys[folded] = true
+				expectKey = false
+				continue
+			}
+		}
+		// After a value: the next token of an object is a key.
+		expectKey = len(stack) > 0 && stack[len(stack)-1] != nil
+	}
 }
 
 // waitConsistent honours a read-your-writes request by waiting, boundedly, for the query model to
