@@ -17,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime/pprof"
 	"sync"
 	"time"
 
@@ -250,7 +251,18 @@ func checkpointName(p Projection, g Generation) string { return GenerationName(p
 // Run processes events until ctx ends. A live runner first resolves the active generation (and
 // waits while it needs a rebuild), then takes the generation's lease and subscribes from its
 // checkpoint. Failures are recorded in Status and retried after RetryDelay. It returns ctx's error.
+// Its goroutines carry the profiler label ProfileLabel=<projection name>, so a CPU profile tells
+// each subscriber's share (casebook bench reports it).
 func (r *Runner) Run(ctx context.Context) error {
+	var err error
+	pprof.Do(ctx, pprof.Labels(ProfileLabel, r.Projection.Name()), func(ctx context.Context) { err = r.run(ctx) })
+	return err
+}
+
+// ProfileLabel is the CPU profile label naming the subscriber a goroutine works for.
+const ProfileLabel = "casebook_subscriber"
+
+func (r *Runner) run(ctx context.Context) error {
 	r.init()
 	defer r.setState(StateStopped)
 	for {
@@ -621,14 +633,21 @@ func (r *Runner) WaitFor(ctx context.Context, p eventstore.Position) error {
 	r.init()
 	tick := time.NewTicker(FollowInterval)
 	defer tick.Stop()
+	// The active generation is read again only on the ticker, not on every batch's wake-up: with
+	// many waiters (read-your-writes under load) a read per wake-up each cost more than the batches.
+	reread := true
+	var active Generation
 	for {
-		active := r.Build
-		if active == 0 {
-			st, err := ReadState(ctx, r.DB, r.Projection.Name())
-			if err != nil {
-				return err
+		if reread {
+			active = r.Build
+			if active == 0 {
+				st, err := ReadState(ctx, r.DB, r.Projection.Name())
+				if err != nil {
+					return err
+				}
+				active = st.ActiveGen
 			}
-			active = st.ActiveGen
+			reread = false
 		}
 		r.mu.Lock()
 		mine := r.status.Owner && r.gen == active
@@ -649,6 +668,7 @@ func (r *Runner) WaitFor(ctx context.Context, p eventstore.Position) error {
 			return ctx.Err()
 		case <-ch:
 		case <-tick.C:
+			reread = true
 		}
 	}
 }
