@@ -1,0 +1,65 @@
+package app_test
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"regexp"
+	"strconv"
+	"testing"
+
+	"github.com/casebook/casebook/internal/app"
+)
+
+// TestStorageMetrics: after intakes, /metrics counts the embedded file's write transactions per
+// handle (the durable one for appends and audit rows, the replayable one for subscribers) and the
+// grouped commits of appends and audit rows.
+func TestStorageMetrics(t *testing.T) {
+	t.Parallel()
+	a, base := serve(t, app.Config{DataDir: t.TempDir()})
+	if _, _, _, err := a.Tenancy.CreateTenant(t.Context(), "acme"); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		call(t, "POST", base+"/v1/public/acme/inquiries", "", map[string]string{"Idempotency-Key": fmt.Sprint("m", i)},
+			`{"name":"Ada","email":"ada@example.com","subject":"Help","message":"Please"}`, 202)
+	}
+	head, err := a.Store.Head(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.QueryModel().WaitFor(t.Context(), head); err != nil {
+		t.Fatal(err)
+	}
+	req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, base+"/metrics", nil)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	value := func(series string) float64 {
+		t.Helper()
+		m := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(series) + ` (\S+)$`).FindSubmatch(b)
+		if m == nil {
+			t.Fatalf("no %s in /metrics", series)
+		}
+		v, _ := strconv.ParseFloat(string(m[1]), 64)
+		return v
+	}
+	// Three intakes: three appends and three audit rows, grouped into at most six commits.
+	if calls := value(`casebook_group_commit_calls_total`); calls < 6 {
+		t.Errorf("grouped calls = %v, want at least 6 (3 appends, 3 audit rows)", calls)
+	}
+	if c := value(`casebook_group_commits_total`); c < 1 || c > value(`casebook_group_commit_calls_total`) {
+		t.Errorf("group commits = %v", c)
+	}
+	if v := value(`casebook_sqlite_writer_gate_entered_total{handle="durable"}`); v < 1 {
+		t.Errorf("durable gate entries = %v", v)
+	}
+	if v := value(`casebook_sqlite_writer_gate_entered_total{handle="replayable"}`); v < 1 {
+		t.Errorf("replayable gate entries = %v, want the subscribers' batches", v)
+	}
+	value(`casebook_sqlite_writer_gate_contended_total{handle="durable"}`)
+	value(`casebook_sqlite_writer_gate_wait_seconds_total{handle="replayable"}`)
+}
