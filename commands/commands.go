@@ -78,9 +78,8 @@ func (h *Handler) Intake(ctx context.Context, c Intake) (IntakeResult, error) {
 	if err := checkKey(c.IdempotencyKey); err != nil {
 		return IntakeResult{}, err
 	}
-	identity := string(c.Tenant) + "\x00" + string(c.Source) + "\x00" + c.IdempotencyKey
-	id := domain.InquiryID(uuidFrom(h.mac("inquiry", identity)))
-	receipt := "CB-" + base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(h.mac("receipt", identity)[:10])
+	identity := intakeIdentity(c.Tenant, c.Source, c.IdempotencyKey)
+	id, receipt := h.IntakeID(c.Tenant, c.Source, c.IdempotencyKey)
 	evs, err := domain.Receive(domain.NewInquiry{
 		ID: id, TenantID: c.Tenant, Source: c.Source, Receipt: receipt,
 		Requester: c.Requester, Subject: c.Subject, Message: c.Message, Category: c.Category,
@@ -114,6 +113,18 @@ func (h *Handler) Intake(ctx context.Context, c Intake) (IntakeResult, error) {
 		return IntakeResult{}, err
 	}
 	return IntakeResult{Result: Result{InquiryID: id, Version: 1, Position: res.Position}, Receipt: receipt}, nil
+}
+
+func intakeIdentity(tenant domain.TenantID, source domain.Source, key string) string {
+	return string(tenant) + "\x00" + string(source) + "\x00" + key
+}
+
+// IntakeID returns the inquiry id and receipt that an intake with this tenant, source and
+// idempotency key is given: they are derived, so a redelivery lands on the same inquiry.
+func (h *Handler) IntakeID(tenant domain.TenantID, source domain.Source, key string) (domain.InquiryID, string) {
+	identity := intakeIdentity(tenant, source, key)
+	return domain.InquiryID(uuidFrom(h.mac("inquiry", identity))),
+		"CB-" + base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(h.mac("receipt", identity)[:10])
 }
 
 // Target names the inquiry a command applies to, who asks, and under which conditions.

@@ -3,103 +3,460 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
+	"path/filepath"
+	"runtime/pprof"
 	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"log/slog"
+	"github.com/google/pprof/profile"
 
 	"github.com/casebook/casebook/adapters/httpapi"
+	"github.com/casebook/casebook/domain"
+	"github.com/casebook/casebook/eventstore"
 	"github.com/casebook/casebook/internal/app"
 	"github.com/casebook/casebook/internal/ratelimit"
+	"github.com/casebook/casebook/internal/sqldb"
+	"github.com/casebook/casebook/projections"
 )
 
-// bench starts an in-process server on loopback over a fresh data directory (unless --data-dir is
-// given), then measures intake requests/s with latency percentiles, and operator commands/s
-// (triage, claim, resolve) over HTTP. The load is bounded by --intakes.
+// bench starts an in-process server on loopback and measures, over HTTP:
+//   - intake requests/s with p50/p99 at --concurrency clients, alternating --rounds times with a
+//     baseline served by the same process: decode the JSON and do one INSERT per request (embedded:
+//     a SQLite file in WAL mode with synchronous=FULL beside the data directory's file, on the same
+//     file system; Postgres: a plain single-row INSERT on the same database). The lowest
+//     Casebook/baseline ratio of the rounds is reported;
+//   - the CPU per intake of the whole process and of each subscriber (from a CPU profile of the
+//     first Casebook round; subscribers' goroutines carry projections.ProfileLabel);
+//   - the latency from an acknowledged intake to its visibility in GET /v1/inquiries/{id} at a fixed
+//     offered rate (--rate), and
+//   - operator commands/s (triage, claim, resolve).
+//
+// Storage: a temporary data directory by default (removed afterwards). An explicit --data-dir
+// must hold no events unless --keep, and keeps what the bench wrote. With --database-url the bench
+// runs in a throw-away schema that it drops afterwards; with --keep it runs in the URL's own
+// schema and leaves its data there.
 func bench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs, sf := newFlags("bench", stderr)
-	n := fs.Int("intakes", 2000, "number of intake requests")
+	n := fs.Int("intakes", 2000, "intake requests per round")
 	conc := fs.Int("concurrency", 16, "concurrent clients")
+	rounds := fs.Int("rounds", 2, "rounds of Casebook then baseline; the lowest ratio is reported")
+	rateSpec := fs.String("rate", "1000/s", "offered intake rate for the acknowledged-to-visible latency (N/s; off skips it)")
+	visN := fs.Int("visibility-intakes", 3000, "intakes offered at --rate")
+	cpuProfile := fs.String("cpuprofile", "", "also write the first Casebook round's CPU profile to this file (go tool pprof)")
+	keep := fs.Bool("keep", false, "allow a database that already holds events, and keep what the bench writes")
 	fs.Lookup("data-dir").DefValue = "(a temporary directory)"
-	explicit := false
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	fs.Visit(func(f *flag.Flag) { explicit = explicit || f.Name == "data-dir" })
-	if !explicit {
-		dir, err := os.MkdirTemp("", "casebook-bench-")
-		if err != nil {
+	explicitDir := false
+	fs.Visit(func(f *flag.Flag) { explicitDir = explicitDir || f.Name == "data-dir" })
+	if *n < 1 || *conc < 1 || *rounds < 1 || *visN < 1 {
+		return errors.New("--intakes, --concurrency, --rounds and --visibility-intakes must be positive")
+	}
+	rate, err := ratelimit.ParseRate(*rateSpec)
+	if err != nil {
+		return fmt.Errorf("--rate: %w", err)
+	}
+	if sf.eventStoreURL != "" {
+		return errors.New("bench measures the embedded and Postgres modes; --eventstore-url is not supported")
+	}
+	log := slog.New(slog.DiscardHandler)
+	var baselineDB *sqldb.DB
+	switch {
+	case sf.databaseURL != "":
+		if !*keep {
+			u, drop, err := throwawaySchema(ctx, sf.databaseURL)
+			if err != nil {
+				return err
+			}
+			defer drop()
+			sf.databaseURL = u
+		}
+		if baselineDB, err = sqldb.OpenPostgres(ctx, sf.databaseURL); err != nil {
 			return err
 		}
-		defer os.RemoveAll(dir)
-		sf.dataDir = dir
+	default:
+		if !explicitDir {
+			dir, err := os.MkdirTemp("", "casebook-bench-")
+			if err != nil {
+				return err
+			}
+			defer os.RemoveAll(dir)
+			sf.dataDir = dir
+		}
+		path := filepath.Join(sf.dataDir, "bench-baseline.db")
+		for _, suffix := range []string{"", "-wal", "-shm"} {
+			_ = os.Remove(path + suffix)
+		}
+		if baselineDB, err = sqldb.OpenSQLite(path); err != nil {
+			return err
+		}
+		baselineDB.SetMaxOpenConns(1) // one writer, as the least a durable insert needs
+		defer func() {
+			for _, suffix := range []string{"", "-wal", "-shm"} {
+				_ = os.Remove(path + suffix)
+			}
+		}()
 	}
-	if *n < 1 || *conc < 1 {
-		return fmt.Errorf("--intakes and --concurrency must be positive")
+	defer baselineDB.Close()
+	if baselineDB.Dialect == sqldb.Postgres {
+		defer func() {
+			_, _ = baselineDB.ExecContext(context.WithoutCancel(ctx), `DROP TABLE IF EXISTS bench_baseline`)
+		}()
 	}
-	off := ratelimit.Rate{Off: true} // one loopback client: the public rate limits would measure themselves
-	cfg := sf.config(slog.New(slog.DiscardHandler))
+
+	off := ratelimit.Rate{Off: true} // loopback clients: the public rate limits would measure themselves
+	cfg := sf.config(log)
 	cfg.Public = httpapi.PublicConfig{ClientRate: off, TenantRate: off}
 	a, err := app.Open(ctx, cfg)
 	if err != nil {
 		return err
 	}
 	defer a.Close()
+	if head, err := a.Store.Head(ctx); err != nil {
+		return err
+	} else if head != eventstore.Start && !*keep {
+		return errors.New("bench: the database already holds events, and the bench's inquiries would stay in its log; " +
+			"use an empty one (the default is a temporary directory), or pass --keep")
+	}
+	base, stopServer, err := listen(ctx, func(ctx context.Context, ln net.Listener) error { return a.Serve(ctx, ln) }, stderr)
+	if err != nil {
+		return err
+	}
+	defer stopServer()
+	baseline, err := newBaseline(ctx, baselineDB)
+	if err != nil {
+		return err
+	}
+	baseURL, stopBaseline, err := listen(ctx, func(ctx context.Context, ln net.Listener) error {
+		srv := &http.Server{Handler: baseline, ReadHeaderTimeout: 10 * time.Second}
+		go func() { <-ctx.Done(); _ = srv.Close() }()
+		if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+			return err
+		}
+		return nil
+	}, stderr)
+	if err != nil {
+		return err
+	}
+	defer stopBaseline()
+
+	run := fmt.Sprintf("%d", time.Now().UnixNano()%1e9)
+	t, _, token, err := a.Tenancy.CreateTenant(ctx, "bench-"+run)
+	if err != nil {
+		return err
+	}
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: max(*conc, 256), MaxIdleConns: 512}}
+	intakeBody := func(i int) string {
+		return fmt.Sprintf(`{"name":"Bench %d","email":"bench%d@example.com","subject":"Bench","message":"Load test %d"}`, i, i, i)
+	}
+	post := func(baseURL, key string, i int) error {
+		_, err := call(client, http.MethodPost, baseURL+"/v1/public/"+t.Slug+"/inquiries", "",
+			map[string]string{"Idempotency-Key": key}, intakeBody(i), http.StatusAccepted)
+		return err
+	}
+
+	var rs []round
+	var cpu *cpuReport
+	for r := range *rounds {
+		var prof bytes.Buffer
+		profiling := r == 0 && pprof.StartCPUProfile(&prof) == nil
+		cb := measure(*n, *conc, func(i int) error { return post(base, fmt.Sprintf("bench-%d-%d", r, i), i) })
+		if profiling {
+			pprof.StopCPUProfile()
+			if *cpuProfile != "" {
+				if err := os.WriteFile(*cpuProfile, prof.Bytes(), 0o600); err != nil {
+					return err
+				}
+			}
+			if cpu, err = cpuPerIntake(&prof, cb.Requests); err != nil {
+				fmt.Fprintln(stderr, "bench: cpu profile:", err)
+			}
+		}
+		bl := measure(*n, *conc, func(i int) error { return post(baseURL, fmt.Sprintf("bench-%d-%d", r, i), i) })
+		rs = append(rs, round{Casebook: cb, Baseline: bl, Ratio: cb.PerSecond / bl.PerSecond})
+	}
+	lowest := rs[0].Ratio
+	for _, r := range rs {
+		lowest = min(lowest, r.Ratio)
+	}
+
+	var vis *visibility
+	if !rate.Off {
+		waitCaughtUp(ctx, a)
+		v := measureVisibility(ctx, a, client, base, token, t.ID, t.Slug, rate, *visN, intakeBody)
+		vis = &v
+	}
+
+	cmds, err := measureCommands(ctx, a, client, base, token, *n, *conc)
+	if err != nil {
+		return err
+	}
+	out := map[string]any{
+		"storage": a.Mode(), "concurrency": *conc, "intakes_per_round": *n,
+		"rounds":         rs,
+		"lowest_ratio":   lowest,
+		"baseline":       baselineKind(a.Mode()),
+		"cpu":            cpu,
+		"visibility":     vis,
+		"commands":       cmds,
+		"storage_writes": a.StorageStats(),
+	}
+	return printJSON(stdout, out)
+}
+
+type round struct {
+	Casebook result  `json:"casebook"`
+	Baseline result  `json:"baseline"`
+	Ratio    float64 `json:"ratio"`
+}
+
+func baselineKind(mode string) string {
+	if mode == "postgres" {
+		return "decode + one single-row INSERT per request on the same Postgres database"
+	}
+	return "decode + one INSERT per request into a SQLite file (WAL, synchronous=FULL) on the data directory's file system"
+}
+
+// listen serves on a loopback port until the returned stop is called.
+func listen(ctx context.Context, serve func(context.Context, net.Listener) error, stderr io.Writer) (string, func(), error) {
 	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", "127.0.0.1:0")
 	if err != nil {
-		return err
+		return "", nil, err
 	}
-	sctx, stop := context.WithCancel(ctx)
+	sctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
-	go func() { done <- a.Serve(sctx, ln) }()
-	defer func() {
-		stop()
-		if err := <-done; err != nil {
+	go func() { done <- serve(sctx, ln) }()
+	return "http://" + ln.Addr().String(), func() {
+		cancel()
+		if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
 			fmt.Fprintln(stderr, "bench server:", err)
 		}
-	}()
-	base := "http://" + ln.Addr().String()
-	t, _, token, err := a.Tenancy.CreateTenant(ctx, fmt.Sprintf("bench-%d", time.Now().UnixNano()%1e9))
+	}, nil
+}
+
+// throwawaySchema creates a fresh schema on the database at dbURL and returns a URL that uses it,
+// and a function that drops it with everything the bench wrote.
+func throwawaySchema(ctx context.Context, dbURL string) (string, func(), error) {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	schema := "casebook_bench_" + hex.EncodeToString(b[:])
+	u, err := url.Parse(dbURL)
 	if err != nil {
-		return err
+		return "", nil, fmt.Errorf("--database-url: %w", err)
 	}
-	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: *conc}}
+	db, err := sqldb.OpenPostgres(ctx, dbURL)
+	if err != nil {
+		return "", nil, err
+	}
+	if _, err := db.ExecContext(ctx, "CREATE SCHEMA "+schema); err != nil {
+		_ = db.Close()
+		return "", nil, fmt.Errorf("bench: create schema: %w", err)
+	}
+	q := u.Query()
+	q.Set("search_path", schema)
+	u.RawQuery = q.Encode()
+	return u.String(), func() {
+		if _, err := db.ExecContext(context.WithoutCancel(ctx), "DROP SCHEMA "+schema+" CASCADE"); err != nil {
+			fmt.Fprintln(os.Stderr, "bench: drop schema", schema+":", err)
+		}
+		_ = db.Close()
+	}, nil
+}
 
-	intake := measure(*n, *conc, func(i int) error {
-		body := fmt.Sprintf(`{"name":"Bench %d","email":"bench%d@example.com","subject":"Bench","message":"Load test"}`, i, i)
-		_, err := call(client, http.MethodPost, base+"/v1/public/"+t.Slug+"/inquiries", "", map[string]string{"Idempotency-Key": fmt.Sprint("bench-", i)}, body, http.StatusAccepted)
-		return err
-	})
+// newBaseline is the least work a durable intake can do: decode the JSON, insert one row, 202.
+func newBaseline(ctx context.Context, db *sqldb.DB) (http.Handler, error) {
+	create := `CREATE TABLE IF NOT EXISTS bench_baseline (id INTEGER PRIMARY KEY, idem TEXT UNIQUE, body TEXT)`
+	if db.Dialect == sqldb.Postgres {
+		create = `CREATE TABLE IF NOT EXISTS bench_baseline (id bigserial PRIMARY KEY, idem text UNIQUE, body text)`
+	}
+	if _, err := db.ExecContext(ctx, create); err != nil {
+		return nil, fmt.Errorf("bench baseline: %w", err)
+	}
+	insert := db.Rebind(`INSERT INTO bench_baseline (idem, body) VALUES (?, ?)`)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var m map[string]string
+		if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 64<<10)).Decode(&m); err != nil {
+			http.Error(w, "bad request", http.StatusBadRequest)
+			return
+		}
+		b, _ := json.Marshal(m)
+		if _, err := db.ExecContext(r.Context(), insert, r.Header.Get("Idempotency-Key"), string(b)); err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		w.WriteHeader(http.StatusAccepted)
+		_, _ = w.Write([]byte(`{"receipt":"x","status":"received"}`))
+	}), nil
+}
 
-	// Operator commands on a sample of the inquiries just received.
+// cpuReport is the CPU spent per intake during the first Casebook round.
+type cpuReport struct {
+	ProcessMillis float64 `json:"process_ms_per_intake"`
+	// Subscribers maps each subscriber to its CPU per intake and its share of the process's CPU.
+	Subscribers map[string]cpuShare `json:"subscribers"`
+}
+
+type cpuShare struct {
+	Millis float64 `json:"ms_per_intake"`
+	Share  float64 `json:"share"`
+}
+
+func cpuPerIntake(prof *bytes.Buffer, intakes int) (*cpuReport, error) {
+	p, err := profile.Parse(prof)
+	if err != nil {
+		return nil, err
+	}
+	idx := -1
+	for i, st := range p.SampleType {
+		if st.Type == "cpu" {
+			idx = i
+		}
+	}
+	if idx < 0 {
+		return nil, errors.New("no cpu samples")
+	}
+	var total int64
+	by := map[string]int64{}
+	for _, s := range p.Sample {
+		v := s.Value[idx]
+		total += v
+		if l := s.Label[projections.ProfileLabel]; len(l) > 0 {
+			by[l[0]] += v
+		}
+	}
+	per := func(ns int64) float64 { return float64(ns) / 1e6 / float64(intakes) }
+	rep := &cpuReport{ProcessMillis: per(total), Subscribers: map[string]cpuShare{}}
+	for name, ns := range by {
+		rep.Subscribers[name] = cpuShare{Millis: per(ns), Share: float64(ns) / float64(max(total, 1))}
+	}
+	return rep, nil
+}
+
+// waitCaughtUp waits (bounded) until the query model has applied the log's head.
+func waitCaughtUp(ctx context.Context, a *app.App) {
+	if head, err := a.Store.Head(ctx); err == nil {
+		wctx, cancel := context.WithTimeout(ctx, time.Minute)
+		defer cancel()
+		_ = a.QueryModel().WaitFor(wctx, head)
+	}
+}
+
+// visibility is the latency from an intake's acknowledgement to the moment GET
+// /v1/inquiries/{id} returns it, at a fixed offered rate.
+type visibility struct {
+	OfferedPerSecond float64 `json:"offered_per_second"`
+	AchievedPerSec   float64 `json:"achieved_per_second"`
+	Intakes          result  `json:"intake"`
+	Visible          result  `json:"ack_to_visible"`
+	Skipped          int64   `json:"skipped"` // not sent: too many in flight (the server fell behind)
+}
+
+// measureVisibility offers count intakes at rate (open loop: each is sent when due, whatever the
+// server's pace, up to 256 in flight; the client keeps as many connections). After each acknowledgement it reads the log's head and
+// asks GET /v1/inquiries/{id}?min_position=head, which answers once the query model has applied
+// that position: the time from the acknowledgement to that answer is the figure, an upper bound of
+// the true visibility delay by one loopback request (and by the events appended between the
+// acknowledgement and the head read).
+func measureVisibility(ctx context.Context, a *app.App, client *http.Client, base, token string, tenant domain.TenantID, slug string,
+	rate ratelimit.Rate, count int, body func(int) string) visibility {
+	const maxInflight = 256
+	interval := rate.Per / time.Duration(rate.Events)
+	ack := make([]time.Duration, 0, count)
+	vis := make([]time.Duration, 0, count)
+	var mu sync.Mutex
+	var errs, skipped atomic.Int64
+	var first atomic.Value
+	var inflight atomic.Int64
+	var wg sync.WaitGroup
+	fail := func(err error) {
+		errs.Add(1)
+		first.CompareAndSwap(nil, err.Error())
+	}
+	start := time.Now()
+	for i := range count {
+		if d := time.Until(start.Add(time.Duration(i) * interval)); d > 0 {
+			time.Sleep(d) // pacing the offered load, not synchronisation
+		}
+		if inflight.Load() >= maxInflight {
+			skipped.Add(1)
+			continue
+		}
+		inflight.Add(1)
+		wg.Go(func() {
+			defer inflight.Add(-1)
+			key := fmt.Sprint("vis-", i)
+			t0 := time.Now()
+			if _, err := call(client, http.MethodPost, base+"/v1/public/"+slug+"/inquiries", "",
+				map[string]string{"Idempotency-Key": key}, body(i), http.StatusAccepted); err != nil {
+				fail(err)
+				return
+			}
+			acked := time.Now()
+			head, err := a.Store.Head(ctx)
+			if err != nil {
+				fail(err)
+				return
+			}
+			id, _ := a.Commands.IntakeID(tenant, domain.SourcePublicForm, key)
+			if _, err := call(client, http.MethodGet, base+"/v1/inquiries/"+string(id)+"?min_position="+head.String(), token, nil, "", http.StatusOK); err != nil {
+				fail(err)
+				return
+			}
+			seen := time.Now()
+			mu.Lock()
+			ack, vis = append(ack, acked.Sub(t0)), append(vis, seen.Sub(acked))
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	total := time.Since(start)
+	firstErr := first.Load()
+	return visibility{
+		OfferedPerSecond: float64(rate.Events) / rate.Per.Seconds(),
+		AchievedPerSec:   float64(len(ack)) / total.Seconds(),
+		Intakes:          summarize(ack, total, errs.Load(), firstErr),
+		Visible:          summarize(vis, total, errs.Load(), firstErr),
+		Skipped:          skipped.Load(),
+	}
+}
+
+// measureCommands runs triage, claim and resolve on a sample of the inquiries received.
+func measureCommands(ctx context.Context, a *app.App, client *http.Client, base, token string, n, conc int) (result, error) {
 	var ids []string
 	cursor := ""
-	for len(ids) < min(*n, 300) {
+	for len(ids) < min(n, 300) {
 		var page struct {
 			Items []struct {
-				ID string `json:"id"`
+				ID     string `json:"id"`
+				Status string `json:"status"`
 			} `json:"items"`
 			NextCursor *string `json:"next_cursor"`
 		}
-		u := base + "/v1/inquiries?limit=100&min_position=" + mustHead(ctx, a)
+		u := base + "/v1/inquiries?status=new&limit=100&min_position=" + mustHead(ctx, a)
 		if cursor != "" {
 			u += "&cursor=" + cursor
 		}
 		b, err := call(client, http.MethodGet, u, token, nil, "", http.StatusOK)
 		if err != nil {
-			return err
+			return result{}, err
 		}
 		if err := json.Unmarshal(b, &page); err != nil {
-			return err
+			return result{}, err
 		}
 		for _, it := range page.Items {
 			ids = append(ids, it.ID)
@@ -109,12 +466,13 @@ func bench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		cursor = *page.NextCursor
 	}
+	ids = ids[:min(len(ids), 300)]
 	steps := []struct{ path, body string }{
 		{"/transitions", `{"to":"triaged","priority":"high"}`},
 		{"/claim", ``},
 		{"/transitions", `{"to":"resolved"}`},
 	}
-	cmds := measureInquiries(ids, *conc, func(id string) error {
+	return measureInquiries(ids, conc, func(id string) error {
 		version := uint64(1)
 		for _, st := range steps {
 			h := map[string]string{"If-Match": fmt.Sprintf(`"%d"`, version)}
@@ -131,12 +489,7 @@ func bench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			version = res.Version
 		}
 		return nil
-	}, len(steps))
-	return printJSON(stdout, map[string]any{
-		"storage": a.Mode(), "concurrency": *conc,
-		"intake":   intake,
-		"commands": cmds,
-	})
+	}, len(steps)), nil
 }
 
 type result struct {
@@ -146,6 +499,7 @@ type result struct {
 	PerSecond  float64 `json:"per_second"`
 	P50Millis  float64 `json:"p50_ms"`
 	P99Millis  float64 `json:"p99_ms"`
+	MaxMillis  float64 `json:"max_ms"`
 	FirstError string  `json:"first_error,omitempty"`
 }
 
@@ -183,6 +537,7 @@ func measureInquiries(ids []string, conc int, fn func(id string) error, perItem 
 	r.PerSecond *= float64(perItem)
 	r.P50Millis /= float64(perItem)
 	r.P99Millis /= float64(perItem)
+	r.MaxMillis /= float64(perItem)
 	return r
 }
 
@@ -194,7 +549,8 @@ func summarize(lat []time.Duration, total time.Duration, errs int64, first any) 
 		}
 		return float64(lat[int(p*float64(len(lat)-1))].Microseconds()) / 1000
 	}
-	r := result{Requests: len(lat), Errors: errs, Seconds: total.Seconds(), PerSecond: float64(len(lat)) / total.Seconds(), P50Millis: pct(0.50), P99Millis: pct(0.99)}
+	r := result{Requests: len(lat), Errors: errs, Seconds: total.Seconds(), PerSecond: float64(len(lat)) / total.Seconds(),
+		P50Millis: pct(0.50), P99Millis: pct(0.99), MaxMillis: pct(1)}
 	if s, ok := first.(string); ok {
 		r.FirstError = s
 	}

@@ -58,7 +58,9 @@ commands:
                                              mint another token for a principal; prints it once
   tokens revoke --tenant S (--id TOKEN_ID | --principal ID)
   tokens list --tenant S [--principal ID]    token ids, expiry and revocation (never the secrets)
-  bench [--intakes N] [--concurrency C]      measure intake and command throughput
+  bench [--intakes N] [--concurrency C] [--rate N/s] [--keep]
+                                             intake vs a same-process baseline, CPU per subscriber,
+                                             acknowledged-to-visible latency, command throughput
   slack install|destination|link-user        install the bot for a tenant; choose channels; link Slack users
   effects list|retry|cancel|circuits|circuit-close
                                              Slack effect jobs and destination circuits

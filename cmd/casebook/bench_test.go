@@ -1,0 +1,144 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/casebook/casebook/internal/pgtest"
+	"github.com/casebook/casebook/internal/sqldb"
+)
+
+type benchOut struct {
+	Storage string `json:"storage"`
+	Rounds  []struct {
+		Casebook result  `json:"casebook"`
+		Baseline result  `json:"baseline"`
+		Ratio    float64 `json:"ratio"`
+	} `json:"rounds"`
+	LowestRatio float64 `json:"lowest_ratio"`
+	CPU         *struct {
+		ProcessMillis float64             `json:"process_ms_per_intake"`
+		Subscribers   map[string]cpuShare `json:"subscribers"`
+	} `json:"cpu"`
+	Visibility *struct {
+		Intakes result `json:"intake"`
+		Visible result `json:"ack_to_visible"`
+		Skipped int64  `json:"skipped"`
+	} `json:"visibility"`
+	Commands      result `json:"commands"`
+	StorageWrites struct {
+		Group struct {
+			Calls uint64 `json:"calls"`
+		} `json:"group_commit"`
+	} `json:"storage_writes"`
+}
+
+func runBench(t *testing.T, args ...string) (benchOut, error) {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	err := bench(t.Context(), args, &stdout, &stderr)
+	var out benchOut
+	if err == nil {
+		if jerr := json.Unmarshal(stdout.Bytes(), &out); jerr != nil {
+			t.Fatalf("bench output: %v\n%s", jerr, stdout.String())
+		}
+	}
+	return out, err
+}
+
+// checkBench asserts that every phase ran its requests without errors.
+func checkBench(t *testing.T, out benchOut, intakes int, wantGroupCalls bool) {
+	t.Helper()
+	if len(out.Rounds) != 1 {
+		t.Fatalf("%d rounds, want 1", len(out.Rounds))
+	}
+	r := out.Rounds[0]
+	for name, res := range map[string]result{"casebook": r.Casebook, "baseline": r.Baseline} {
+		if res.Requests != intakes || res.Errors != 0 || res.PerSecond <= 0 {
+			t.Errorf("%s round: %+v, want %d requests without errors", name, res, intakes)
+		}
+	}
+	if r.Ratio <= 0 || out.LowestRatio != r.Ratio {
+		t.Errorf("ratio %v, lowest %v", r.Ratio, out.LowestRatio)
+	}
+	if v := out.Visibility; v == nil || v.Visible.Requests != intakes || v.Visible.Errors != 0 || v.Skipped != 0 || v.Visible.P99Millis <= 0 {
+		t.Errorf("visibility: %+v, want %d measured intakes", v, intakes)
+	}
+	if out.Commands.Requests == 0 || out.Commands.Errors != 0 {
+		t.Errorf("commands: %+v", out.Commands)
+	}
+	if out.CPU == nil || out.CPU.ProcessMillis <= 0 {
+		t.Errorf("cpu: %+v", out.CPU)
+	}
+	// Every intake appends an event and an audit row through the group commit (embedded).
+	if wantGroupCalls && out.StorageWrites.Group.Calls < uint64(2*intakes) {
+		t.Errorf("group commit calls %d, want at least %d", out.StorageWrites.Group.Calls, 2*intakes)
+	}
+}
+
+// TestBenchEmbedded runs every phase of casebook bench on a small load.
+func TestBenchEmbedded(t *testing.T) {
+	t.Parallel()
+	out, err := runBench(t, "--intakes", "60", "--concurrency", "4", "--rounds", "1", "--rate", "200/s", "--visibility-intakes", "60")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Storage != "embedded" {
+		t.Fatalf("storage %q", out.Storage)
+	}
+	checkBench(t, out, 60, true)
+}
+
+// TestBenchRefusesDatabaseWithEvents: an explicit data directory that holds events is refused
+// without --keep (the bench's inquiries would stay in its log), and accepted with it.
+func TestBenchRefusesDatabaseWithEvents(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	small := []string{"--data-dir", dir, "--intakes", "5", "--concurrency", "2", "--rounds", "1", "--rate", "off"}
+	if _, err := runBench(t, small...); err != nil {
+		t.Fatalf("first run on an empty directory: %v", err)
+	}
+	_, err := runBench(t, small...)
+	if err == nil || !strings.Contains(err.Error(), "--keep") {
+		t.Fatalf("second run without --keep = %v, want a refusal naming --keep", err)
+	}
+	if _, err := runBench(t, append(small, "--keep")...); err != nil {
+		t.Fatalf("with --keep: %v", err)
+	}
+	if _, err := os.Stat(dir + "/bench-baseline.db"); !os.IsNotExist(err) {
+		t.Fatalf("the baseline's file stayed in the data directory: %v", err)
+	}
+}
+
+// TestBenchPostgresDropsItsSchema: against Postgres the bench runs in a throw-away schema and
+// drops it; the database's own schema is untouched.
+func TestBenchPostgresDropsItsSchema(t *testing.T) {
+	t.Parallel()
+	url := pgtest.URL(t)
+	out, err := runBench(t, "--database-url", url, "--intakes", "40", "--concurrency", "4", "--rounds", "1", "--rate", "200/s", "--visibility-intakes", "40")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Storage != "postgres" {
+		t.Fatalf("storage %q", out.Storage)
+	}
+	checkBench(t, out, 40, false)
+	db, err := sqldb.OpenPostgres(t.Context(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var tables, schemas int
+	if err := db.QueryRowContext(t.Context(), `SELECT count(*) FROM information_schema.tables WHERE table_schema = current_schema()`).Scan(&tables); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.QueryRowContext(t.Context(), `SELECT count(*) FROM information_schema.schemata WHERE schema_name LIKE 'casebook_bench_%'`).Scan(&schemas); err != nil {
+		t.Fatal(err)
+	}
+	if tables != 0 || schemas != 0 {
+		t.Fatalf("after the bench: %d tables in the database's schema, %d bench schemas left; want none", tables, schemas)
+	}
+}
