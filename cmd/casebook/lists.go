@@ -41,7 +41,8 @@ func listsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		run = func(a *app.App, t domain.TenantID) (any, error) { return a.Lists.Store.CheckSchema(ctx, t, *list) }
 	case "circuit-close":
 		run = func(a *app.App, t domain.TenantID) (any, error) {
-			return map[string]bool{"closed": true}, a.Lists.Store.CloseCircuit(ctx, t, *list)
+			_, err := a.Effects.Guard.CloseCircuit(ctx, t, *list)
+			return map[string]bool{"closed": err == nil}, err
 		}
 	case "status":
 		run = func(a *app.App, t domain.TenantID) (any, error) { return a.Lists.Store.Statuses(ctx, t) }

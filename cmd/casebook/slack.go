@@ -12,10 +12,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/riverqueue/river/rivertype"
 
 	"github.com/casebook/casebook/adapters/slack/fakeslack"
-	"github.com/casebook/casebook/adapters/slack/slackproj"
+	"github.com/casebook/casebook/adapters/slack/slackeffects"
+	"github.com/casebook/casebook/adapters/slack/slackinstall"
 	"github.com/casebook/casebook/domain"
 	"github.com/casebook/casebook/internal/app"
 )
@@ -40,12 +40,12 @@ func slackCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		token := fs.String("token", "", "bot token (xoxb-…)")
 		signing := fs.String("signing-secret", "", "the app's signing secret")
 		appID := fs.String("app-id", "", "Slack app id (part of the installation's identity)")
-		apiURL := fs.String("slack-api-url", envOr("CASEBOOK_SLACK_API_URL", slackproj.DefaultAPIURL), "Slack Web API base URL (CASEBOOK_SLACK_API_URL)")
+		apiURL := fs.String("slack-api-url", envOr("CASEBOOK_SLACK_API_URL", slackinstall.DefaultAPIURL), "Slack Web API base URL (CASEBOOK_SLACK_API_URL)")
 		if err := fs.Parse(args[1:]); err != nil {
 			return err
 		}
 		return withTenant(ctx, sf, stderr, *tenant, func(a *app.App, t domain.TenantID) error {
-			in, err := a.Slack.Install(ctx, slackproj.InstallRequest{Tenant: t, Token: *token, SigningSecret: *signing, AppID: *appID, APIURL: *apiURL})
+			in, err := a.Slack.Install(ctx, slackinstall.InstallRequest{Tenant: t, Token: *token, SigningSecret: *signing, AppID: *appID, APIURL: *apiURL})
 			if err != nil {
 				return err
 			}
@@ -59,7 +59,7 @@ func slackCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return err
 		}
 		return withTenant(ctx, sf, stderr, *tenant, func(a *app.App, t domain.TenantID) error {
-			d, err := a.Slack.SetDestination(ctx, slackproj.DestinationRequest{Tenant: t, Team: *team, Channel: *ch, Clearance: *clearance})
+			d, err := a.Slack.SetDestination(ctx, slackinstall.DestinationRequest{Tenant: t, Team: *team, Channel: *ch, Clearance: *clearance})
 			if err != nil {
 				return err
 			}
@@ -72,9 +72,10 @@ func slackCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 
 const effectsUsage = `usage:
   casebook effects list --tenant S [--state available,retryable,scheduled,discarded,cancelled,completed]
+                        [--kind slack_thread_sync,slack_list_row_sync,slack_list_row_remove] [--inquiry ID]
   casebook effects retry|cancel --tenant S --id N
   casebook effects circuits --tenant S
-  casebook effects circuit-close --tenant S --channel C`
+  casebook effects circuit-close --tenant S --channel C|LIST_ID|'*'`
 
 // effectsCmd is manual recovery of Slack effects, always within one tenant.
 func effectsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -85,20 +86,18 @@ func effectsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	tenant := fs.String("tenant", "", "tenant slug")
 	states := fs.String("state", "", "comma-separated job states (default: all)")
 	id := fs.Int64("id", 0, "effect job id")
-	ch := fs.String("channel", "", "channel id")
+	kinds := fs.String("kind", "", "comma-separated effect kinds (default: all)")
+	inquiry := fs.String("inquiry", "", "one inquiry's effects")
+	ch := fs.String("channel", "", "destination: channel id, List id, or * for an installation's circuit")
+	fs.StringVar(ch, "destination", "", "alias of --channel")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
 	return withTenant(ctx, sf, stderr, *tenant, func(a *app.App, t domain.TenantID) error {
 		switch args[0] {
 		case "list":
-			var st []rivertype.JobState
-			for s := range strings.SplitSeq(*states, ",") {
-				if s = strings.TrimSpace(s); s != "" {
-					st = append(st, rivertype.JobState(s))
-				}
-			}
-			items, err := a.Effects.List(ctx, t, st, 1000)
+			items, err := a.Effects.Effects(ctx, t, slackeffects.Filter{States: splitList(*states), Kinds: splitList(*kinds),
+				Inquiry: domain.InquiryID(*inquiry), Limit: 1000})
 			if err != nil {
 				return err
 			}
@@ -114,15 +113,15 @@ func effectsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			}
 			return printJSON(stdout, e)
 		case "circuits":
-			cs, err := a.Slack.Circuits(ctx, t)
+			cs, err := a.Effects.Guard.Circuits(ctx, t)
 			if err != nil {
 				return err
 			}
 			return printJSON(stdout, map[string]any{"items": cs})
 		case "circuit-close":
-			n, err := a.Slack.CloseCircuit(ctx, t, *ch)
+			n, err := a.Effects.Guard.CloseCircuit(ctx, t, *ch)
 			if errors.Is(err, domain.ErrNotFound) {
-				return fmt.Errorf("no open circuit on channel %q", *ch)
+				return fmt.Errorf("no open circuit on destination %q", *ch)
 			}
 			if err != nil {
 				return err
@@ -174,4 +173,15 @@ func devCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return err
 	}
 	return nil
+}
+
+// splitList reads a comma-separated flag value ("" is none).
+func splitList(v string) []string {
+	var out []string
+	for s := range strings.SplitSeq(v, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
 }

@@ -50,7 +50,7 @@ import (
 var _ eventstore.Store = (*Store)(nil)
 
 // DefaultStreamPrefixes are the stream categories Casebook writes.
-var DefaultStreamPrefixes = []string{"inquiry-", "slackproj-", "tenant-", "installation-", "listprojection-"}
+var DefaultStreamPrefixes = []string{"inquiry-", "slackproj-", "slackthread-", "slacklist-", "tenant-", "installation-", "listprojection-"}
 
 // Options configure a Store. Zero fields take the defaults named.
 type Options struct {

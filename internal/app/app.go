@@ -4,7 +4,6 @@ package app
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -17,13 +16,14 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-	"github.com/riverqueue/river"
 
 	"github.com/casebook/casebook/adapters/console"
 	"github.com/casebook/casebook/adapters/httpapi"
 	"github.com/casebook/casebook/adapters/slack/callbacks"
 	"github.com/casebook/casebook/adapters/slack/lists"
-	"github.com/casebook/casebook/adapters/slack/slackproj"
+	"github.com/casebook/casebook/adapters/slack/slackeffects"
+	"github.com/casebook/casebook/adapters/slack/slackinstall"
+	"github.com/casebook/casebook/adapters/slack/threads"
 	"github.com/casebook/casebook/commands"
 	"github.com/casebook/casebook/eventstore"
 	"github.com/casebook/casebook/eventstore/kurrent"
@@ -65,8 +65,11 @@ type Config struct {
 	PublicURL string
 	// SlackPollInterval is how often an idle Slack worker looks for jobs (River's default if zero).
 	SlackPollInterval time.Duration
+	// SlackTiming paces Slack effects: probes, create reconciliation, debounce (defaults in
+	// slackeffects.Timing.WithDefaults).
+	SlackTiming slackeffects.Timing
 	// SlackOAuth configures the OAuth v2 install routes for a distributed app (off when empty).
-	SlackOAuth slackproj.OAuthConfig
+	SlackOAuth slackinstall.OAuthConfig
 	// SlackResponseURLPrefix is the prefix a Slack response_url must have (callbacks' default if "").
 	SlackResponseURLPrefix string
 }
@@ -81,13 +84,12 @@ type App struct {
 	Audit    *commands.AuditLog
 	Reader   *queries.Reader
 	Runners  []*projections.Runner
-	// Slack holds installations, destinations and projection health; Jobs is the River client
-	// of the Slack effect queue (started by Serve); Effects manages its jobs for operators.
-	Slack       *slackproj.Store
-	SlackOAuth  *slackproj.OAuth
-	Jobs        *river.Client[*sql.Tx]
-	Effects     *slackproj.Effects
-	SlackWorker *slackproj.Worker
+	// Slack is the installation registry; Effects the one Slack effect runtime (its River client
+	// is started by Serve), which operators list, retry and cancel; Threads the thread kind.
+	Slack      *slackinstall.Store
+	SlackOAuth *slackinstall.OAuth
+	Effects    *slackeffects.Runtime
+	Threads    *threads.Worker
 	// Callbacks serves Slack's interactions and events (wired in slackcallbacks.go).
 	Callbacks *callbacks.Handler
 	// Lists is the Slack List projection (disabled per List until activated).
@@ -217,9 +219,6 @@ func (a *App) wire(ctx context.Context) error {
 	if err := a.wireSlack(ctx, secret, qm); err != nil {
 		return err
 	}
-	if err := a.wireLists(ctx, secret); err != nil {
-		return err
-	}
 	if err := a.wireAudit(ctx); err != nil {
 		return err
 	}
@@ -229,32 +228,44 @@ func (a *App) wire(ctx context.Context) error {
 	return a.wireCallbacks(ctx)
 }
 
-// wireSlack adds the Slack projection: River's tables, the effect worker and the slackintents
-// subscriber, which inserts jobs in its checkpoint's transaction.
+// wireSlack adds the Slack effects: the installation registry, the one effect runtime with the
+// thread and List kinds registered, and their intents subscribers, which queue jobs in their
+// checkpoint's transaction. Every List starts disabled: no job, no Slack I/O.
 func (a *App) wireSlack(ctx context.Context, secret []byte, qm *projections.Runner) error {
-	if err := slackproj.MigrateRiver(ctx, a.DB, a.Config.Logger); err != nil {
-		return err
-	}
-	st, err := slackproj.NewStore(ctx, a.DB, a.Store, secret, a.Config.Now)
+	st, err := slackinstall.NewStore(ctx, a.DB, a.Store, secret, a.Config.Now)
 	if err != nil {
 		return err
 	}
 	a.Slack = st
-	if a.SlackOAuth, err = slackproj.NewOAuth(ctx, st, secret, a.Config.SlackOAuth); err != nil {
+	if a.SlackOAuth, err = slackinstall.NewOAuth(ctx, st, secret, a.Config.SlackOAuth); err != nil {
 		return err
 	}
-	worker := &slackproj.Worker{Store: st, Events: a.Store, Load: a.Commands.Load, LinkBase: a.Config.PublicURL}
-	jobs, err := slackproj.NewClient(a.DB, slackproj.ClientConfig{Logger: a.Config.Logger, Worker: worker, FetchPollInterval: a.Config.SlackPollInterval})
+	rt, err := slackeffects.New(ctx, a.DB, st, a.Store, a.Config.Now, slackeffects.Config{
+		Logger: a.Config.Logger, FetchPollInterval: a.Config.SlackPollInterval, Timing: a.Config.SlackTiming,
+	})
 	if err != nil {
 		return err
 	}
-	a.Jobs, a.Effects, a.SlackWorker = jobs, &slackproj.Effects{Client: jobs}, worker
-	intents := &projections.Runner{Store: a.Store, DB: a.projDB, Projection: &slackproj.Intents{Jobs: jobs, Store: st}, Logger: a.Config.Logger,
-		Now: a.Config.Now, Owner: a.owner, LeaseTTL: a.Config.LeaseTTL}
-	if err := intents.Setup(ctx); err != nil {
+	a.Effects = rt
+	a.Threads = &threads.Worker{Load: a.Commands.Load, LinkBase: a.Config.PublicURL}
+	if err := threads.Register(rt, a.Threads); err != nil {
 		return err
 	}
-	a.Runners = []*projections.Runner{qm, intents}
+	if a.Lists, err = lists.NewService(ctx, rt, secret, a.Commands.Load); err != nil {
+		return err
+	}
+	if err := rt.Open(); err != nil {
+		return err
+	}
+	ps := append([]projections.Projection{&threads.Intents{Effects: rt, Install: st}}, a.Lists.Projections...)
+	a.Runners = []*projections.Runner{qm}
+	for _, p := range ps {
+		r := &projections.Runner{Store: a.Store, DB: a.projDB, Projection: p, Logger: a.Config.Logger, Now: a.Config.Now, Owner: a.owner, LeaseTTL: a.Config.LeaseTTL}
+		if err := r.Setup(ctx); err != nil {
+			return err
+		}
+		a.Runners = append(a.Runners, r)
+	}
 	return nil
 }
 
@@ -355,15 +366,10 @@ func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 		wg.Go(func() { _ = r.Run(subCtx) })
 	}
 	wg.Go(func() { a.checkVersions(subCtx) })
-	if err := a.Jobs.Start(subCtx); err != nil {
+	if err := a.Effects.Start(subCtx); err != nil {
 		stopSubs()
 		wg.Wait()
-		return fmt.Errorf("start slack worker: %w", err)
-	}
-	if err := a.Lists.Jobs.Start(subCtx); err != nil {
-		stopSubs()
-		wg.Wait()
-		return fmt.Errorf("start slack list worker: %w", err)
+		return fmt.Errorf("start slack effects: %w", err)
 	}
 	srv := &http.Server{
 		Handler:           api,
@@ -389,11 +395,8 @@ func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 		}
 	}
 	jctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), a.Config.ShutdownTimeout)
-	if serr := a.Jobs.Stop(jctx); serr != nil {
-		a.Config.Logger.Warn("slack worker stop", "err", serr)
-	}
-	if serr := a.Lists.Jobs.Stop(jctx); serr != nil {
-		a.Config.Logger.Warn("slack list worker stop", "err", serr)
+	if serr := a.Effects.Stop(jctx); serr != nil {
+		a.Config.Logger.Warn("slack effects stop", "err", serr)
 	}
 	cancel()
 	stopSubs()

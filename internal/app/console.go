@@ -5,10 +5,9 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/riverqueue/river/rivertype"
-
 	"github.com/casebook/casebook/adapters/console"
 	"github.com/casebook/casebook/adapters/httpapi"
+	"github.com/casebook/casebook/adapters/slack/slackeffects"
 	"github.com/casebook/casebook/commands"
 	"github.com/casebook/casebook/domain"
 )
@@ -33,7 +32,7 @@ type consoleSlack struct{ a *App }
 var _ console.Slack = consoleSlack{}
 
 func (s consoleSlack) Health(ctx context.Context, tenant domain.TenantID, id domain.InquiryID) (console.SlackState, error) {
-	h, err := s.a.Slack.Health(ctx, tenant, id)
+	h, err := s.a.Threads.Health(ctx, tenant, id)
 	if err != nil {
 		return console.SlackState{}, err
 	}
@@ -41,22 +40,15 @@ func (s consoleSlack) Health(ctx context.Context, tenant domain.TenantID, id dom
 		LastSuccess: h.LastSuccess, LastError: h.LastError, ErrorClass: h.ErrorClass}, nil
 }
 
-// Effects lists the thread effect jobs (the List jobs have no operator listing yet).
+// Effects lists the effect jobs of every kind (threads, List rows) through the runtime's one listing.
 func (s consoleSlack) Effects(ctx context.Context, tenant domain.TenantID, states []string, inquiry domain.InquiryID) ([]console.Effect, error) {
-	st := make([]rivertype.JobState, 0, len(states))
-	for _, v := range states {
-		st = append(st, rivertype.JobState(v))
-	}
-	list, err := s.a.Effects.List(ctx, tenant, st, 1000)
+	list, err := s.a.Effects.Effects(ctx, tenant, slackeffects.Filter{States: states, Inquiry: inquiry, Limit: 1000})
 	if err != nil {
 		return nil, err
 	}
 	var out []console.Effect
 	for _, e := range list {
-		if inquiry != "" && e.Inquiry != inquiry {
-			continue
-		}
-		out = append(out, console.Effect{ID: e.ID, Kind: "thread", State: string(e.State), Inquiry: e.Inquiry, Version: e.Version,
+		out = append(out, console.Effect{ID: e.ID, Kind: e.Kind, State: string(e.State), Inquiry: e.Inquiry, Version: e.Version,
 			Attempt: e.Attempt, MaxAttempts: e.MaxAttempts, LastError: e.LastError, ScheduledAt: e.ScheduledAt, FinalizedAt: e.FinalizedAt})
 	}
 	return out, nil
@@ -73,7 +65,7 @@ func (s consoleSlack) CancelEffect(ctx context.Context, tenant domain.TenantID, 
 }
 
 func (s consoleSlack) Circuits(ctx context.Context, tenant domain.TenantID) ([]console.Circuit, error) {
-	cs, err := s.a.Slack.Circuits(ctx, tenant)
+	cs, err := s.a.Effects.Guard.Circuits(ctx, tenant)
 	if err != nil {
 		return nil, err
 	}
@@ -85,7 +77,7 @@ func (s consoleSlack) Circuits(ctx context.Context, tenant domain.TenantID) ([]c
 }
 
 func (s consoleSlack) CloseCircuit(ctx context.Context, tenant domain.TenantID, channel string) error {
-	_, err := s.a.Slack.CloseCircuit(ctx, tenant, channel)
+	_, err := s.a.Effects.Guard.CloseCircuit(ctx, tenant, channel)
 	return err
 }
 

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/casebook/casebook/adapters/slack/lists"
+	"github.com/casebook/casebook/adapters/slack/threads"
 	"strings"
 	"sync"
 
@@ -34,7 +36,8 @@ func (a *App) ProjectionStatuses() []projections.Status {
 
 // tenantStreams are the stream prefixes that belong to a tenant.
 func tenantStreams(tenant domain.TenantID) []string {
-	return []string{"inquiry-" + string(tenant) + "-", "slackproj-" + string(tenant) + "-"}
+	t := string(tenant) + "-"
+	return []string{"inquiry-" + t, "slackproj-" + t, threads.StreamKind + "-" + t, lists.StreamKind + "-" + t}
 }
 
 func ownedBy(stream string, tenant domain.TenantID) bool {

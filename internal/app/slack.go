@@ -3,10 +3,9 @@ package app
 import (
 	"context"
 
-	"github.com/riverqueue/river/rivertype"
-
 	"github.com/casebook/casebook/adapters/httpapi"
-	"github.com/casebook/casebook/adapters/slack/slackproj"
+	"github.com/casebook/casebook/adapters/slack/slackeffects"
+	"github.com/casebook/casebook/adapters/slack/slackinstall"
 	"github.com/casebook/casebook/domain"
 )
 
@@ -16,11 +15,7 @@ type slackAPI struct{ a *App }
 var _ httpapi.Slack = slackAPI{}
 
 func (s slackAPI) ListEffects(ctx context.Context, tenant domain.TenantID, states []string) (any, error) {
-	st := make([]rivertype.JobState, 0, len(states))
-	for _, v := range states {
-		st = append(st, rivertype.JobState(v))
-	}
-	return s.a.Effects.List(ctx, tenant, st, 100)
+	return s.a.Effects.Effects(ctx, tenant, slackeffects.Filter{States: states})
 }
 
 func (s slackAPI) RetryEffect(ctx context.Context, tenant domain.TenantID, id int64) (any, error) {
@@ -32,11 +27,11 @@ func (s slackAPI) CancelEffect(ctx context.Context, tenant domain.TenantID, id i
 }
 
 func (s slackAPI) SlackHealth(ctx context.Context, tenant domain.TenantID, id domain.InquiryID) (any, error) {
-	return s.a.Slack.Health(ctx, tenant, id)
+	return s.a.Threads.Health(ctx, tenant, id)
 }
 
 // slackOAuth adapts the OAuth install flow to the HTTP API.
-type slackOAuth struct{ o *slackproj.OAuth }
+type slackOAuth struct{ o *slackinstall.OAuth }
 
 var _ httpapi.SlackOAuth = slackOAuth{}
 

@@ -4,21 +4,17 @@ import (
 	"context"
 
 	"github.com/casebook/casebook/adapters/slack/callbacks"
-	"github.com/casebook/casebook/adapters/slack/slackproj"
 )
 
 // wireCallbacks builds the Slack callback handler: signed requests become audited commands.
 // Its worker pool is drained when the app closes.
 func (a *App) wireCallbacks(ctx context.Context) error {
-	if err := slackproj.MigrateLinks(ctx, a.DB); err != nil {
-		return err
-	}
 	seen, err := callbacks.NewSeen(ctx, a.DB, a.Config.Now)
 	if err != nil {
 		return err
 	}
 	a.Callbacks = &callbacks.Handler{
-		Store: a.Slack, Principals: a.Tenancy, Commands: a.audited(), Load: a.Commands.Load, History: a.Reader, Seen: seen,
+		Store: a.Slack, Threads: a.Threads, Guard: a.Effects.Guard, Principals: a.Tenancy, Commands: a.audited(), Load: a.Commands.Load, History: a.Reader, Seen: seen,
 		Now: a.Config.Now, Logger: a.Config.Logger, ResponseURLPrefix: a.Config.SlackResponseURLPrefix,
 	}
 	a.closers = append(a.closers, a.Callbacks.Close)

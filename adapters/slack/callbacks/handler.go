@@ -17,7 +17,8 @@ import (
 
 	"github.com/slack-go/slack"
 
-	"github.com/casebook/casebook/adapters/slack/slackproj"
+	"github.com/casebook/casebook/adapters/slack/slackeffects"
+	"github.com/casebook/casebook/adapters/slack/slackinstall"
 	"github.com/casebook/casebook/commands"
 	"github.com/casebook/casebook/domain"
 	"github.com/casebook/casebook/queries"
@@ -28,18 +29,23 @@ type History interface {
 	Timeline(ctx context.Context, tenant domain.TenantID, id domain.InquiryID) ([]queries.TimelineEntry, error)
 }
 
-// Store is what the handler needs of the Slack projection's store (*slackproj.Store).
+// Store is what the handler needs of the installation registry (*slackinstall.Store).
 type Store interface {
-	SigningSecrets(ctx context.Context) ([]slackproj.Signing, error)
-	InstallationByKey(ctx context.Context, key string) (slackproj.Installation, string, error)
+	SigningSecrets(ctx context.Context) ([]slackinstall.Signing, error)
+	InstallationByKey(ctx context.Context, key string) (slackinstall.Installation, string, error)
 	LinkedPrincipal(ctx context.Context, tenant domain.TenantID, key, slackUser string) (domain.PrincipalID, error)
-	ThreadByRoot(ctx context.Context, tenant domain.TenantID, key, channel, ts string) (domain.InquiryID, error)
-	DisableInstallation(ctx context.Context, tenant domain.TenantID, key, reason, eventID string) error
+	RecordDisabled(ctx context.Context, tenant domain.TenantID, key, reason, eventID string) error
 	// Client is a Web API client with the installation's bot token (for views.open).
-	Client(in slackproj.Installation) *slack.Client
+	Client(in slackinstall.Installation) *slack.Client
 }
 
-var _ Store = (*slackproj.Store)(nil)
+var _ Store = (*slackinstall.Store)(nil)
+
+// Threads finds the inquiry of a stored root message (*threads.Worker, wired by the app: the
+// callbacks package never imports the threads package).
+type Threads interface {
+	ThreadByRoot(ctx context.Context, tenant domain.TenantID, key, channel, ts string) (domain.InquiryID, error)
+}
 
 // Defaults.
 const (
@@ -57,7 +63,10 @@ const (
 // (view submissions); the thread itself is updated by the projection. An ack only says the
 // delivery was accepted, not that the command succeeded.
 type Handler struct {
-	Store      Store
+	Store   Store
+	Threads Threads
+	// Guard stops every effect kind of an uninstalled installation.
+	Guard      *slackeffects.Guard
 	Principals commands.Principals
 	Commands   commands.Executor
 	// Load reads an inquiry to explain a refusal ("now resolved"); nil omits the detail.
@@ -199,7 +208,7 @@ func (h *Handler) readVerified(w http.ResponseWriter, r *http.Request, kind stri
 
 // bind finds the installation the verified payload names and checks that its own signing secret
 // signed the body, so one app's secret cannot speak for another installation.
-func (h *Handler) bind(w http.ResponseWriter, r *http.Request, body []byte, key, kind string) (slackproj.Installation, bool) {
+func (h *Handler) bind(w http.ResponseWriter, r *http.Request, body []byte, key, kind string) (slackinstall.Installation, bool) {
 	in, secret, err := h.Store.InstallationByKey(r.Context(), key)
 	if errors.Is(err, domain.ErrNotFound) {
 		h.refuse(r.Context(), requestID(w), kind, "unknown_installation")
@@ -254,7 +263,11 @@ func (h *Handler) Events(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if ev.EventType == "app_uninstalled" || (ev.EventType == "tokens_revoked" && ev.BotTokensRevoked) {
-		if err := h.Store.DisableInstallation(ctx, in.Tenant, in.Key, ev.EventType, ev.EventID); err != nil {
+		err := h.Guard.DisableInstallation(ctx, in.Tenant, in.Key, ev.EventType)
+		if err == nil {
+			err = h.Store.RecordDisabled(ctx, in.Tenant, in.Key, ev.EventType, ev.EventID)
+		}
+		if err != nil {
 			_ = h.Seen.Release(context.WithoutCancel(ctx), key)
 			h.log().ErrorContext(ctx, "slack disable installation", "request_id", requestID(w), "err", err)
 			http.Error(w, "internal error", http.StatusInternalServerError)
@@ -287,7 +300,7 @@ func (h *Handler) Interactions(w http.ResponseWriter, r *http.Request) {
 		h.answer(w, r, it, "", h.explain(ctx, in.Tenant, "", err))
 		return
 	}
-	id, err := h.Store.ThreadByRoot(ctx, in.Tenant, in.Key, it.Channel, it.RootTS)
+	id, err := h.Threads.ThreadByRoot(ctx, in.Tenant, in.Key, it.Channel, it.RootTS)
 	if err != nil {
 		if errors.Is(err, domain.ErrNotFound) {
 			h.refuse(ctx, reqID, "interaction", "unknown_thread")
@@ -350,7 +363,7 @@ func (h *Handler) Interactions(w http.ResponseWriter, r *http.Request) {
 }
 
 // actor resolves a Slack user of the installation to a principal of its tenant.
-func (h *Handler) actor(ctx context.Context, in slackproj.Installation, slackUser string) (domain.Principal, error) {
+func (h *Handler) actor(ctx context.Context, in slackinstall.Installation, slackUser string) (domain.Principal, error) {
 	pid, err := h.Store.LinkedPrincipal(ctx, in.Tenant, in.Key, slackUser)
 	if errors.Is(err, domain.ErrNotFound) {
 		return domain.Principal{}, fmt.Errorf("slack user not linked: %w", domain.ErrUnauthenticated)
@@ -373,7 +386,7 @@ type outcome struct {
 type runFunc func(ctx context.Context, t commands.Target) (string, error)
 
 // command maps an interaction to a command; field names the modal input a refusal belongs to.
-func (h *Handler) command(ctx context.Context, in slackproj.Installation, it Interaction) (runFunc, string, error) {
+func (h *Handler) command(ctx context.Context, in slackinstall.Installation, it Interaction) (runFunc, string, error) {
 	c := h.Commands
 	switch it.ActionID {
 	case ActionClaim:
@@ -566,7 +579,7 @@ func (h *Handler) respond(ctx context.Context, reqID, url, text string) {
 
 // openModal opens the modal of an assign, note or cancel button on the pool (the trigger id is
 // valid for 3 s); the modal carries the root message's channel and ts.
-func (h *Handler) openModal(w http.ResponseWriter, r *http.Request, in slackproj.Installation, it Interaction) {
+func (h *Handler) openModal(w http.ResponseWriter, r *http.Request, in slackinstall.Installation, it Interaction) {
 	v := Modal(it.ActionID, it.Channel, it.RootTS)
 	reqID := requestID(w)
 	ctx := context.WithoutCancel(r.Context())

@@ -12,7 +12,7 @@ import (
 
 	"github.com/casebook/casebook/adapters/slack/callbacks"
 	"github.com/casebook/casebook/adapters/slack/fakeslack"
-	"github.com/casebook/casebook/adapters/slack/slackproj"
+	"github.com/casebook/casebook/adapters/slack/slackinstall"
 	"github.com/casebook/casebook/commands"
 	"github.com/casebook/casebook/domain"
 )
@@ -141,7 +141,7 @@ func TestCrossWorkspacePayloadChangesNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.app.Slack.Install(ctx, slackproj.InstallRequest{Tenant: globex.ID, Token: other.Token(), SigningSecret: "other-secret", AppID: appID, APIURL: other.URL()}); err != nil {
+	if _, err := b.app.Slack.Install(ctx, slackinstall.InstallRequest{Tenant: globex.ID, Token: other.Token(), SigningSecret: "other-secret", AppID: appID, APIURL: other.URL()}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := b.app.Slack.LinkUser(ctx, globex.ID, "", "U0MALLORY1", admin.ID); err != nil {
@@ -301,11 +301,11 @@ func TestEventsVerificationDedupeAndUninstall(t *testing.T) {
 			t.Fatalf("delivery %d = %d", i, rec.Code)
 		}
 	}
-	cs, err := b.app.Slack.Circuits(t.Context(), b.tenant)
+	cs, err := b.app.Effects.Guard.Circuits(t.Context(), b.tenant)
 	if err != nil || len(cs) != 1 || !cs[0].Open || cs[0].Reason != "app_uninstalled" {
 		t.Fatalf("circuits = %+v %v", cs, err)
 	}
-	evs, err := b.app.Store.ReadStream(t.Context(), slackproj.InstallationStream(b.tenant), 0, 0)
+	evs, err := b.app.Store.ReadStream(t.Context(), slackinstall.InstallationStream(b.tenant), 0, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

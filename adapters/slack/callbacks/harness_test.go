@@ -13,10 +13,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/riverqueue/river"
-
 	"github.com/casebook/casebook/adapters/slack/fakeslack"
-	"github.com/casebook/casebook/adapters/slack/slackproj"
+	"github.com/casebook/casebook/adapters/slack/slackinstall"
+	"github.com/casebook/casebook/adapters/slack/threads"
 	"github.com/casebook/casebook/commands"
 	"github.com/casebook/casebook/domain"
 	"github.com/casebook/casebook/internal/app"
@@ -82,10 +81,10 @@ func setup(t *testing.T) *bundle {
 	if b.bob, _, err = a.Tenancy.CreatePrincipal(ctx, "acme", "Bob", domain.RoleOperator, "support"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.Slack.Install(ctx, slackproj.InstallRequest{Tenant: b.tenant, Token: b.fake.Token(), SigningSecret: secret, AppID: appID, APIURL: b.fake.URL()}); err != nil {
+	if _, err := a.Slack.Install(ctx, slackinstall.InstallRequest{Tenant: b.tenant, Token: b.fake.Token(), SigningSecret: secret, AppID: appID, APIURL: b.fake.URL()}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.Slack.SetDestination(ctx, slackproj.DestinationRequest{Tenant: b.tenant, Channel: channel, Clearance: "internal"}); err != nil {
+	if _, err := a.Slack.SetDestination(ctx, slackinstall.DestinationRequest{Tenant: b.tenant, Channel: channel, Clearance: "internal"}); err != nil {
 		t.Fatal(err)
 	}
 	for u, p := range map[string]domain.Principal{"U0OLGA0001": b.olga, "U0BOB00001": b.bob} {
@@ -106,7 +105,7 @@ func (b *bundle) posted(t *testing.T, key string) (domain.InquiryID, string) {
 	}
 	b.sync(t)
 	for _, m := range b.fake.Messages(channel) {
-		if id, err := b.app.Slack.ThreadByRoot(t.Context(), b.tenant, "/"+team+"/"+appID, channel, m.TS); err == nil && id == res.InquiryID {
+		if id, err := b.app.Threads.ThreadByRoot(t.Context(), b.tenant, "/"+team+"/"+appID, channel, m.TS); err == nil && id == res.InquiryID {
 			return id, m.TS
 		}
 	}
@@ -118,16 +117,12 @@ func (b *bundle) posted(t *testing.T, key string) (domain.InquiryID, string) {
 func (b *bundle) sync(t *testing.T) {
 	t.Helper()
 	b.project(t)
-	for _, j := range apptest.Jobs(t, b.app.Jobs, slackproj.SyncArgs{}.Kind()) {
+	for _, j := range apptest.Jobs(t, b.app.Effects.Client(), threads.SyncArgs{}.Kind()) {
 		if b.worked[j.ID] {
 			continue
 		}
 		b.worked[j.ID] = true
-		var args slackproj.SyncArgs
-		if err := json.Unmarshal(j.EncodedArgs, &args); err != nil {
-			t.Fatal(err)
-		}
-		if err := b.app.SlackWorker.Work(t.Context(), &river.Job[slackproj.SyncArgs]{JobRow: j, Args: args}); err != nil {
+		if err := b.app.Effects.WorkJob(t.Context(), j); err != nil {
 			t.Fatalf("slack job: %v", err)
 		}
 	}

@@ -6,19 +6,19 @@ import (
 	"net/url"
 	"strings"
 
-	"github.com/casebook/casebook/adapters/slack/slackproj"
+	"github.com/casebook/casebook/adapters/slack/slackinstall"
 )
 
-// Action ids handled: the root message's elements (slackproj.RenderRoot renders those that fit the
+// Action ids handled: the root message's elements (threads.RenderRoot renders those that fit the
 // inquiry's state). Assign, note and cancel open a modal.
 const (
-	ActionClaim    = slackproj.ActionClaim
-	ActionResolve  = slackproj.ActionResolve
-	ActionAssignMe = slackproj.ActionAssignMe
-	ActionStatus   = slackproj.ActionStatus // the selected option's value is the status
-	ActionAssign   = slackproj.ActionAssign // opens ModalAssign
-	ActionNote     = slackproj.ActionNote   // opens ModalNote
-	ActionCancel   = slackproj.ActionCancel // opens ModalCancel
+	ActionClaim    = slackinstall.ActionClaim
+	ActionResolve  = slackinstall.ActionResolve
+	ActionAssignMe = slackinstall.ActionAssignMe
+	ActionStatus   = slackinstall.ActionStatus // the selected option's value is the status
+	ActionAssign   = slackinstall.ActionAssign // opens ModalAssign
+	ActionNote     = slackinstall.ActionNote   // opens ModalNote
+	ActionCancel   = slackinstall.ActionCancel // opens ModalCancel
 )
 
 // Modal callback ids and their input action ids. A modal's private_metadata is
@@ -59,7 +59,7 @@ type Interaction struct {
 
 // InstallKey is the installation the payload claims to come from.
 func (in Interaction) InstallKey() string {
-	return slackproj.InstallKey(in.EnterpriseID, in.TeamID, in.AppID)
+	return slackinstall.InstallKey(in.EnterpriseID, in.TeamID, in.AppID)
 }
 
 type inputValue struct {
@@ -178,7 +178,7 @@ type Event struct {
 }
 
 // InstallKey is the installation the event claims to come from.
-func (e Event) InstallKey() string { return slackproj.InstallKey(e.EnterpriseID, e.TeamID, e.AppID) }
+func (e Event) InstallKey() string { return slackinstall.InstallKey(e.EnterpriseID, e.TeamID, e.AppID) }
 
 // ParseEvent reads an Events API request body. Call it only on a verified body.
 func ParseEvent(body []byte) (Event, error) {

@@ -11,7 +11,8 @@ import (
 
 	"github.com/slack-go/slack"
 
-	"github.com/casebook/casebook/adapters/slack/slackproj"
+	"github.com/casebook/casebook/adapters/slack/slackeffects"
+	"github.com/casebook/casebook/adapters/slack/slackinstall"
 	"github.com/casebook/casebook/domain"
 )
 
@@ -58,7 +59,7 @@ func (e *ProbeError) Unwrap() error { return e.Err }
 // Activate runs the reversible probe and only then activates. On any failure the projection stays
 // (or becomes) disabled, what the probe created is deleted, and the failure is an event.
 func (s *Store) Activate(ctx context.Context, r ActivateRequest) (Config, error) {
-	cl, err := slackproj.ParseClearance(r.Clearance)
+	cl, err := slackinstall.ParseClearance(r.Clearance)
 	if err != nil {
 		return Config{}, err
 	}
@@ -69,11 +70,11 @@ func (s *Store) Activate(ctx context.Context, r ActivateRequest) (Config, error)
 		r.RemoveAfter = 24 * time.Hour
 	}
 	if r.Installation == "" {
-		if r.Installation, err = s.newestInstallation(ctx, r.Tenant); err != nil {
+		if r.Installation, err = s.Install.NewestInstallation(ctx, r.Tenant); err != nil {
 			return Config{}, err
 		}
 	}
-	api, err := s.client(ctx, r.Tenant, r.Installation)
+	api, _, err := s.Install.ClientFor(ctx, r.Tenant, r.Installation)
 	if err != nil {
 		return Config{}, err
 	}
@@ -167,11 +168,11 @@ func (s *Store) probe(ctx context.Context, api *slack.Client, tenant domain.Tena
 	res, err := api.CreateListItemContext(ctx, list, slack.CreateListItemOptionInitialFields(fs))
 	row := ""
 	if err != nil {
-		if certainlyNotApplied(err) {
+		if slackeffects.CertainlyNotApplied(err) {
 			return fail(StepCreate, err)
 		}
 		// Unknown result: find the probe row by its marker and remove it.
-		found, lerr := findByMarker(context.WithoutCancel(ctx), api, list, sch.Columns[ColMarker].ID, func(m string) bool { return m == marker })
+		found, lerr := findByMarker(context.WithoutCancel(ctx), api, list, sch.Columns[ColMarker].ID, 100, func(m string) bool { return m == marker })
 		if lerr != nil {
 			return Schema{}, &ProbeError{Step: StepCreate, Err: errors.Join(err, lerr), LeftRow: "unknown (marker " + marker + ")"}
 		}
@@ -217,7 +218,7 @@ func (s *Store) probe(ctx context.Context, api *slack.Client, tenant domain.Tena
 // cleanup deletes the probe row after a failed step; a failed delete names the row left behind.
 func (s *Store) cleanup(ctx context.Context, api *slack.Client, list, row, step string, cause error) (Schema, *ProbeError) {
 	err := api.DeleteListItemContext(context.WithoutCancel(ctx), list, row)
-	if err != nil && !isGone(err) {
+	if err != nil && !gone(err) {
 		return Schema{}, &ProbeError{Step: step, Err: errors.Join(cause, fmt.Errorf("cleanup: %w", err)), LeftRow: row}
 	}
 	return Schema{}, &ProbeError{Step: step, Err: cause, CleanedUp: true}
@@ -249,7 +250,7 @@ func (s *Store) CheckSchema(ctx context.Context, tenant domain.TenantID, list st
 	if c.State != StateActive {
 		return c, nil // disabled: zero I/O
 	}
-	api, err := s.client(ctx, tenant, c.InstallationID)
+	api, _, err := s.Install.ClientFor(ctx, tenant, c.InstallationID)
 	if err != nil {
 		return Config{}, err
 	}
@@ -320,17 +321,15 @@ func (s *Store) Statuses(ctx context.Context, tenant domain.TenantID) ([]Status,
 	for _, c := range cfgs {
 		st := Status{List: c.List, Team: c.Team, Clearance: c.ClearanceStr, Activation: c.State, LastProbeError: c.LastProbeError,
 			Schema: c.SchemaState, SchemaReason: c.SchemaReason, Fingerprint: c.Schema.Fingerprint}
-		var cool int64
-		var open int
-		if err := s.DB.QueryRowContext(ctx, s.DB.Rebind(`SELECT cooldown_until, circuit_open, circuit_reason FROM slack_list_projections
-			WHERE tenant_id = ? AND list_id = ?`), tenant, c.List).Scan(&cool, &open, &st.CircuitReason); err != nil {
+		circ, err := s.Effects.Guard.Circuit(ctx, tenant, c.List)
+		if err != nil {
 			return nil, err
 		}
-		if cool > s.Now().UnixNano() {
-			t := time.Unix(0, cool).UTC()
+		if circ.CooldownUntil.After(s.Now()) {
+			t := circ.CooldownUntil
 			st.CooldownUntil = &t
 		}
-		st.CircuitOpen = open == 1
+		st.CircuitOpen, st.CircuitReason = circ.Open, circ.Reason
 		if st.Sync, err = s.syncHealth(ctx, tenant, c.List); err != nil {
 			return nil, err
 		}
@@ -341,18 +340,11 @@ func (s *Store) Statuses(ctx context.Context, tenant domain.TenantID) ([]Status,
 
 func (s *Store) syncHealth(ctx context.Context, tenant domain.TenantID, list string) (SyncHealth, error) {
 	var h SyncHealth
-	rows, err := s.DB.QueryContext(ctx, s.DB.Rebind(`SELECT error_class, count(*) FROM slack_list_sync_health WHERE tenant_id = ? AND list_id = ?
-		GROUP BY error_class`), tenant, list)
+	counts, err := s.Effects.DestinationHealth(ctx, tenant, list, SyncArgs{}.Kind(), RemoveArgs{}.Kind())
 	if err != nil {
 		return h, err
 	}
-	defer rows.Close()
-	for rows.Next() {
-		var class string
-		var n int
-		if err := rows.Scan(&class, &n); err != nil {
-			return h, err
-		}
+	for class, n := range counts {
 		if class == "" {
 			h.Synced += n
 			continue
@@ -361,7 +353,7 @@ func (s *Store) syncHealth(ctx context.Context, tenant domain.TenantID, list str
 		if h.Classes == nil {
 			h.Classes = map[string]int{}
 		}
-		h.Classes[class] = n
+		h.Classes[string(class)] = n
 	}
-	return h, rows.Err()
+	return h, nil
 }

@@ -114,7 +114,15 @@ func TestSchemaDriftFailsClosed(t *testing.T) {
 		ctx := t.Context()
 		b.activate(t)
 		until := b.clock.Now().Add(time.Hour)
-		if err := b.app.Lists.Store.SetCooldown(ctx, b.tenant, b.list.ID, until); err != nil {
+		cfg, err := b.app.Lists.Store.Config(ctx, b.tenant, b.list.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		in, err := b.app.Slack.Installation(ctx, b.tenant, cfg.InstallationID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := b.app.Effects.Guard.SetCooldown(ctx, b.tenant, in.Key, b.list.ID, until); err != nil {
 			t.Fatal(err)
 		}
 		c, err := b.app.Lists.Store.CheckSchema(ctx, b.tenant, b.list.ID)

@@ -4,13 +4,27 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 
-	"github.com/casebook/casebook/adapters/slack/slackproj"
+	"github.com/casebook/casebook/adapters/slack/slackeffects"
 	"github.com/casebook/casebook/domain"
 	"github.com/casebook/casebook/eventstore"
 )
 
-// Row events, in slackproj-{tenant}-{inquiry}. Business truth never changes when they do.
+// Row events, in slacklist-{tenant}-{inquiry} (Stream); earlier versions wrote them to the combined
+// slackproj-{tenant}-{inquiry} stream shared with threads, which is still read, never written.
+// Business truth never changes when they do.
+
+// StreamKind is the kind of an inquiry's List row stream.
+const StreamKind = "slacklist"
+
+// Stream names an inquiry's List row stream.
+func Stream(tenant domain.TenantID, id domain.InquiryID) string {
+	return StreamKind + "-" + string(tenant) + "-" + string(id)
+}
+
+// IsRowEvent reports a List row event type (the List family of a combined legacy stream).
+func IsRowEvent(typ string) bool { return strings.HasPrefix(typ, "ListRow") }
 
 // ListRowCreated maps an inquiry to the row items.create returned; recorded before anything else.
 type ListRowCreated struct {
@@ -83,7 +97,7 @@ type rowState struct {
 }
 
 type streamState struct {
-	Revision int64 // -1: no stream
+	Revision int64 // the List stream's last revision, -1: none
 	Lists    map[string]*rowState
 }
 
@@ -94,19 +108,15 @@ func (st streamState) list(id string) *rowState {
 	return &rowState{}
 }
 
-// readRows folds the List events of an inquiry's slackproj stream; the log, not a projection, is
-// what the worker decides on, so a lagging projection never causes a second create.
+// readRows folds an inquiry's List row events; the log, not a projection, is what the worker
+// decides on, so a lagging projection never causes a second create.
 func readRows(ctx context.Context, store eventstore.Store, tenant domain.TenantID, id domain.InquiryID) (streamState, error) {
-	evs, err := store.ReadStream(ctx, slackproj.ThreadStream(tenant, id), 0, 0)
+	evs, rev, err := slackeffects.ReadStreams(ctx, store, slackeffects.LegacyStream(tenant, id), Stream(tenant, id), IsRowEvent)
 	if err != nil {
 		return streamState{}, err
 	}
-	st := streamState{Revision: -1, Lists: map[string]*rowState{}}
+	st := streamState{Revision: rev, Lists: map[string]*rowState{}}
 	for _, e := range evs {
-		st.Revision = int64(e.Revision)
-		if !slackproj.IsListEvent(e.Type) {
-			continue
-		}
 		ev, err := decodeRowEvent(e.Type, e.Data)
 		if err != nil {
 			return streamState{}, err

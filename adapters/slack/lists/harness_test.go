@@ -2,7 +2,6 @@ package lists_test
 
 import (
 	"context"
-	"encoding/json"
 	"log/slog"
 	"testing"
 	"time"
@@ -11,7 +10,7 @@ import (
 
 	"github.com/casebook/casebook/adapters/slack/fakeslack"
 	"github.com/casebook/casebook/adapters/slack/lists"
-	"github.com/casebook/casebook/adapters/slack/slackproj"
+	"github.com/casebook/casebook/adapters/slack/slackinstall"
 	"github.com/casebook/casebook/domain"
 	"github.com/casebook/casebook/internal/app"
 	"github.com/casebook/casebook/internal/apptest"
@@ -72,7 +71,7 @@ func setup(t *testing.T, cfg app.Config) *bundle {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.Slack.Install(ctx, slackproj.InstallRequest{Tenant: ten.ID, Token: fake.Token(), SigningSecret: "sig",
+	if _, err := a.Slack.Install(ctx, slackinstall.InstallRequest{Tenant: ten.ID, Token: fake.Token(), SigningSecret: "sig",
 		AppID: "A0FAKEAPP01", APIURL: fake.URL()}); err != nil {
 		t.Fatal(err)
 	}
@@ -106,27 +105,19 @@ func (b *bundle) project(t *testing.T) { t.Helper(); apptest.CatchUp(t, b.app) }
 
 func (b *bundle) jobs(t *testing.T, kind string) []*rivertype.JobRow {
 	t.Helper()
-	return apptest.Jobs(t, b.app.Lists.Jobs, kind)
+	return apptest.Jobs(t, b.app.Effects.Client(), kind)
 }
 
 func syncJobs(t *testing.T, b *bundle) []*rivertype.JobRow { return b.jobs(t, lists.SyncArgs{}.Kind()) }
 
 func (b *bundle) workSync(ctx context.Context, t *testing.T, j *rivertype.JobRow) error {
 	t.Helper()
-	var a lists.SyncArgs
-	if err := json.Unmarshal(j.EncodedArgs, &a); err != nil {
-		t.Fatal(err)
-	}
-	return b.app.Lists.Worker.Sync(ctx, a)
+	return b.app.Effects.WorkJob(ctx, j)
 }
 
 func (b *bundle) workRemove(ctx context.Context, t *testing.T, j *rivertype.JobRow) error {
 	t.Helper()
-	var a lists.RemoveArgs
-	if err := json.Unmarshal(j.EncodedArgs, &a); err != nil {
-		t.Fatal(err)
-	}
-	return b.app.Lists.Worker.Remove(ctx, a)
+	return b.app.Effects.WorkJob(ctx, j)
 }
 
 // work runs every sync job not worked yet, in order, and returns their errors.

@@ -2,15 +2,12 @@ package lists
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
 
-	"github.com/riverqueue/river"
-
-	"github.com/casebook/casebook/adapters/slack/slackproj"
+	"github.com/casebook/casebook/adapters/slack/slackeffects"
 	"github.com/casebook/casebook/domain"
 	"github.com/casebook/casebook/eventstore"
 	"github.com/casebook/casebook/internal/sqldb"
@@ -30,7 +27,7 @@ const (
 // effect key first: a redelivery never inserts twice and a rebuild (Batch.Replaying) inserts nothing.
 // A tenant without an active List gets no job: zero I/O.
 type Intents struct {
-	Jobs *river.Client[*sql.Tx]
+	Effects *slackeffects.Runtime
 }
 
 var _ projections.Projection = (*Intents)(nil)
@@ -117,7 +114,7 @@ func (p *Intents) Apply(ctx context.Context, b *projections.Batch) error {
 	}
 	for _, k := range order {
 		v := desired[k]
-		if err := slackproj.RaiseDesired(ctx, b, table, k.tenant, k.id, v); err != nil {
+		if err := slackeffects.RaiseDesired(ctx, b, table, k.tenant, k.id, v); err != nil {
 			return err
 		}
 		if b.Replaying {
@@ -143,34 +140,17 @@ func (p *Intents) Apply(ctx context.Context, b *projections.Batch) error {
 	return nil
 }
 
-type jobArgs interface {
-	river.JobArgs
-	InsertOpts() river.InsertOpts
-}
-
-func (p *Intents) emit(ctx context.Context, b *projections.Batch, key string, args jobArgs, at time.Time) error {
-	var tenant domain.TenantID
-	switch a := args.(type) {
-	case SyncArgs:
-		tenant = a.Tenant
-	case RemoveArgs:
-		tenant = a.Tenant
-	}
-	fresh, err := b.Emit(ctx, IntentsName, projections.Effect{Key: key, Kind: args.Kind(), Tenant: string(tenant)})
+func (p *Intents) emit(ctx context.Context, b *projections.Batch, key string, args slackeffects.Args, at time.Time) error {
+	fresh, err := b.Emit(ctx, IntentsName, projections.Effect{Key: key, Kind: args.Kind(), Tenant: string(args.EffectRef().Tenant)})
 	if err != nil || !fresh {
 		return err
 	}
-	opts := args.InsertOpts()
-	opts.Tags = []string{slackproj.TenantTag(tenant)}
-	opts.ScheduledAt = at
-	if _, err := p.Jobs.InsertTx(ctx, b.Tx, args, &opts); err != nil {
-		return fmt.Errorf("insert list job: %w", err)
-	}
-	return nil
+	return p.Effects.InsertTx(ctx, b.Tx, args, at)
 }
 
 // RowMap is the listrowmap subscriber: (tenant, inquiry, list) → (row id, observed version,
-// adopted), folded from the List events of slackproj streams, so a replay rebuilds it.
+// adopted), folded from List row events (slacklist streams, and the List events of legacy
+// slackproj streams), so a replay rebuilds it.
 type RowMap struct{}
 
 var _ projections.Projection = RowMap{}
@@ -202,12 +182,19 @@ func (RowMap) Setup(ctx context.Context, db *sqldb.DB, gen projections.Generatio
 func (RowMap) Apply(ctx context.Context, b *projections.Batch) error {
 	t := b.Gen.Table("slack_list_rows")
 	for _, e := range b.Events {
-		if !slackproj.IsListEvent(e.Type) {
+		kind := StreamKind
+		switch {
+		case !IsRowEvent(e.Type):
 			continue
+		case strings.HasPrefix(e.StreamID, "slackproj-"):
+			kind = "slackproj"
 		}
-		k, ok, err := streamInquiry("slackproj", e.StreamID, e.Metadata)
-		if err != nil || !ok {
+		k, ok, err := streamInquiry(kind, e.StreamID, e.Metadata)
+		if err != nil {
 			return err
+		}
+		if !ok {
+			continue
 		}
 		ev, err := decodeRowEvent(e.Type, e.Data)
 		if err != nil {

@@ -2,38 +2,28 @@ package lists
 
 import (
 	"context"
-	"database/sql"
-	"log/slog"
-	"time"
 
-	"github.com/riverqueue/river"
-
-	"github.com/casebook/casebook/adapters/slack/slackproj"
-	"github.com/casebook/casebook/eventstore"
-	"github.com/casebook/casebook/internal/sqldb"
+	"github.com/casebook/casebook/adapters/slack/slackeffects"
 	"github.com/casebook/casebook/projections"
 )
 
-// Service is the List projection as the app wires it: store, worker, River client and the two
-// projections (listintents, listrowmap).
+// Service is the List projection as the app wires it: store, worker (registered on the effect
+// runtime) and the two projections (listintents, listrowmap).
 type Service struct {
 	Store       *Store
 	Worker      *Worker
-	Jobs        *river.Client[*sql.Tx]
 	Projections []projections.Projection
 }
 
-// NewService migrates and wires the List projection. slackproj's tables and River's must exist.
-func NewService(ctx context.Context, db *sqldb.DB, events eventstore.Store, secret []byte, now func() time.Time,
-	load slackproj.Loader, logger *slog.Logger, poll time.Duration) (*Service, error) {
-	st, err := NewStore(ctx, db, events, secret, now)
+// NewService migrates the List tables and registers the List kinds on rt (before rt.Open).
+func NewService(ctx context.Context, rt *slackeffects.Runtime, secret []byte, load slackeffects.Loader) (*Service, error) {
+	st, err := NewStore(ctx, rt, secret)
 	if err != nil {
 		return nil, err
 	}
 	w := &Worker{Store: st, Load: load}
-	jobs, err := NewClient(db, ClientConfig{Logger: logger, Worker: w, FetchPollInterval: poll})
-	if err != nil {
+	if err := Register(rt, w); err != nil {
 		return nil, err
 	}
-	return &Service{Store: st, Worker: w, Jobs: jobs, Projections: []projections.Projection{&Intents{Jobs: jobs}, RowMap{}}}, nil
+	return &Service{Store: st, Worker: w, Projections: []projections.Projection{&Intents{Effects: rt}, RowMap{}}}, nil
 }

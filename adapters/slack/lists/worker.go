@@ -4,81 +4,45 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
-	"time"
 
-	"github.com/riverqueue/river"
 	"github.com/slack-go/slack"
 
-	"github.com/casebook/casebook/adapters/slack/slackproj"
+	"github.com/casebook/casebook/adapters/slack/slackeffects"
 	"github.com/casebook/casebook/domain"
 	"github.com/casebook/casebook/eventstore"
 )
 
-// Failure classes recorded in sync health.
-const (
-	ClassRateLimited = "rate_limited"   // the List's cooldown, no attempt spent
-	ClassCircuit     = "circuit_open"   // auth/permission/List gone, or over_row_maximum (manual)
-	ClassDrift       = "schema_drift"   // the schema changed: the List fails closed
-	ClassQuarantined = "quarantined"    // bad row data: this effect is cancelled alone
-	ClassUnknown     = "unknown_result" // timeout, dropped connection, 5xx
-	ClassTransient   = "transient"
-)
-
-var circuitCodes = map[string]bool{
-	"not_authed": true, "invalid_auth": true, "token_revoked": true, "account_inactive": true,
-	"missing_scope": true, "list_not_found": true, "access_denied": true, "no_permission": true,
-}
-
-var schemaCodes = map[string]bool{
-	"invalid_column_id": true, "invalid_option_id": true, "invalid_input_type": true,
-	"column_id_not_provided": true, "uneditable_column": true,
-}
-
-var quarantineCodes = map[string]bool{
-	"invalid_blocks": true, "invalid_date": true, "over_cell_fields_limit": true, "invalid_arguments": true,
-}
-
-// Worker works SyncArgs and RemoveArgs. It decides on the log (the inquiry and its slackproj
-// stream), never on a projection, and does no Slack I/O for a List that is not active or drifted.
+// Worker is the List row effect kinds (sync and remove). It decides on the log (the inquiry and its
+// List row events), never on a projection, and does no Slack I/O for a List that is not active or
+// drifted.
 type Worker struct {
 	Store *Store
-	Load  slackproj.Loader
+	Load  slackeffects.Loader
 	// PageLimit is the items.list page size of a marker lookup (default 100).
 	PageLimit int
-	slackproj.Timing
 
 	beforeCreate func()       // test hook: a create about to be sent
 	afterCreate  func() error // test hook: a crash between the create and its record
-	once         sync.Once
 }
 
-func (w *Worker) defaults() {
-	w.once.Do(func() {
-		if w.PageLimit == 0 {
-			w.PageLimit = 100
-		}
-		w.Timing = w.WithDefaults()
-	})
+type syncKind struct{ *Worker }
+
+type removeKind struct{ *Worker }
+
+var (
+	_ slackeffects.Kind[SyncArgs]   = syncKind{}
+	_ slackeffects.Kind[RemoveArgs] = removeKind{}
+)
+
+// Register adds the sync and remove kinds to the runtime.
+func Register(rt *slackeffects.Runtime, w *Worker) error {
+	if err := slackeffects.Register[SyncArgs](rt, syncKind{w}); err != nil {
+		return err
+	}
+	return slackeffects.Register[RemoveArgs](rt, removeKind{w})
 }
 
-type syncWorker struct {
-	river.WorkerDefaults[SyncArgs]
-	w *Worker
-}
-
-func (s syncWorker) Work(ctx context.Context, j *river.Job[SyncArgs]) error {
-	return s.w.Sync(ctx, j.Args)
-}
-
-type removeWorker struct {
-	river.WorkerDefaults[RemoveArgs]
-	w *Worker
-}
-
-func (r removeWorker) Work(ctx context.Context, j *river.Job[RemoveArgs]) error {
-	return r.w.Remove(ctx, j.Args)
-}
+func (w *Worker) fx() *slackeffects.Runtime { return w.Store.Effects }
 
 // active returns the List's config when jobs may do I/O for it; ok=false means do nothing.
 func (w *Worker) active(ctx context.Context, tenant domain.TenantID, list string) (Config, bool, error) {
@@ -93,74 +57,81 @@ func (w *Worker) active(ctx context.Context, tenant domain.TenantID, list string
 		return c, false, nil // disabled: zero I/O
 	}
 	if c.SchemaState == SchemaDrifted {
-		return c, false, river.JobSnooze(w.ProbeEvery) // fails closed until re-activation
+		return c, false, slackeffects.Snooze(w.fx().Timing.ProbeEvery) // fails closed until re-activation
 	}
 	return c, true, nil
 }
 
 func inScope(c Config, q *domain.Inquiry) bool { return c.Team == "" || c.Team == q.Team }
 
-// admit lets a job past the List's cooldown and circuit (a snooze while they hold it back) and
-// returns the installation's client.
-func (w *Worker) admit(ctx context.Context, c Config, tenant domain.TenantID) (*slack.Client, error) {
-	wait, err := w.Store.gate(ctx, c, w.ProbeEvery)
+// plan names the List row target and its installation.
+func (w *Worker) plan(ctx context.Context, c Config, id domain.InquiryID, do func(ctx context.Context, api *slack.Client) error) (*slackeffects.Plan, error) {
+	_, in, err := w.Store.Install.ClientFor(ctx, c.Tenant, c.InstallationID)
 	if err != nil {
 		return nil, err
 	}
-	if wait > 0 {
-		return nil, river.JobSnooze(wait)
-	}
-	return w.Store.client(ctx, tenant, c.InstallationID)
+	return &slackeffects.Plan{
+		Target:       slackeffects.Target{Tenant: c.Tenant, Installation: in.Key, Destination: c.List, Inquiry: id},
+		Installation: in,
+		Do:           do,
+		Refine: func(ctx context.Context, f slackeffects.Failure) slackeffects.Failure {
+			if f.Class != slackeffects.ClassDrift {
+				return f
+			}
+			// A schema error is drift only when the List's schema changed; else this row's data is bad.
+			cur, err := w.Store.CheckSchema(ctx, c.Tenant, c.List)
+			if err != nil || cur.SchemaState != SchemaDrifted {
+				f.Class = slackeffects.ClassQuarantined
+			}
+			return f
+		},
+	}, nil
 }
 
-// Sync brings an inquiry's row in the List to the newest canonical version: create (never
-// blindly) or adopt while unmapped and active, update while mapped, delete at once when the
-// inquiry left the List's team.
-func (w *Worker) Sync(ctx context.Context, a SyncArgs) error {
-	w.defaults()
+// Plan implements slackeffects.Kind for SyncArgs: bring an inquiry's row in the List to the newest
+// canonical version: create (never blindly) or adopt while unmapped and active, update while
+// mapped, delete at once when the inquiry left the List's team.
+func (k syncKind) Plan(ctx context.Context, a SyncArgs) (*slackeffects.Plan, error) {
+	w := k.Worker
 	c, ok, err := w.active(ctx, a.Tenant, a.List)
 	if !ok || err != nil {
-		return err
+		return nil, err
 	}
 	q, err := w.Load(ctx, a.Tenant, a.Inquiry)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if !q.Exists() {
-		return river.JobCancel(fmt.Errorf("inquiry %s: %w", a.Inquiry, domain.ErrNotFound))
+		return nil, slackeffects.Cancel(fmt.Errorf("inquiry %s: %w", a.Inquiry, domain.ErrNotFound))
 	}
 	st, err := readRows(ctx, w.Store.Events, a.Tenant, a.Inquiry)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	r := st.list(a.List)
 	scoped := inScope(c, q)
 	switch {
 	case r.RowID == "" && (!scoped || q.Status.Terminal()):
-		return nil // not in the working set
+		return nil, nil // not in the working set
 	case r.RowID != "" && scoped && r.Observed >= q.Version:
-		return nil // coalesced: this version or a newer one is shown
+		return nil, nil // coalesced: this version or a newer one is shown
 	}
-	api, err := w.admit(ctx, c, a.Tenant)
-	if err != nil {
-		return err
+	return w.plan(ctx, c, a.Inquiry, func(ctx context.Context, api *slack.Client) error {
+		switch {
+		case r.RowID != "" && !scoped:
+			return w.deleteRow(ctx, api, c, q, st, r, "out_of_scope")
+		case r.RowID != "":
+			return w.update(ctx, api, c, q, st, r)
+		}
+		return w.create(ctx, api, c, q, st, r)
+	})
+}
+
+func (w *Worker) pageLimit() int {
+	if w.PageLimit == 0 {
+		return 100
 	}
-	switch {
-	case r.RowID != "" && !scoped:
-		err = w.deleteRow(ctx, api, c, q, st, r, "out_of_scope")
-	case r.RowID != "":
-		err = w.update(ctx, api, c, q, st, r)
-	default:
-		err = w.create(ctx, api, c, q, st, r)
-	}
-	if err != nil {
-		return w.classify(ctx, c, a.Inquiry, err)
-	}
-	ctx = context.WithoutCancel(ctx) // the outcome is recorded even when the caller gave up
-	if err := w.Store.closeCircuitAfterSuccess(ctx, c); err != nil {
-		return err
-	}
-	return w.Store.recordSuccess(ctx, a.Tenant, a.List, a.Inquiry)
+	return w.PageLimit
 }
 
 func (w *Worker) marker(c Config, q *domain.Inquiry) string {
@@ -172,12 +143,12 @@ func (w *Worker) marker(c Config, q *domain.Inquiry) string {
 // before anything else.
 func (w *Worker) create(ctx context.Context, api *slack.Client, c Config, q *domain.Inquiry, st streamState, r *rowState) error {
 	key := fmt.Sprintf("listrow/%s/%s/%s/%s", c.Tenant, q.ID, c.List, r.Generation)
-	fresh, reconcile, err := w.Store.claimAttempt(ctx, key, w.AttemptStale)
+	fresh, reconcile, err := w.fx().Ledger.Claim(ctx, key, w.fx().Timing.AttemptStale)
 	if err != nil {
 		return err
 	}
 	if !fresh && !reconcile {
-		return river.JobSnooze(w.InFlightRecheck) // another job's create is in flight
+		return slackeffects.Snooze(w.fx().Timing.InFlightRecheck) // another job's create is in flight
 	}
 	marker := w.marker(c, q)
 	markerCol := c.Schema.Columns[ColMarker].ID
@@ -186,7 +157,7 @@ func (w *Worker) create(ctx context.Context, api *slack.Client, c Config, q *dom
 	}
 	row, adopted := "", false
 	if reconcile {
-		if row, err = findByMarker(ctx, api, c.List, markerCol, ours); err != nil {
+		if row, err = findByMarker(ctx, api, c.List, markerCol, w.pageLimit(), ours); err != nil {
 			return err
 		}
 		adopted = row != ""
@@ -194,19 +165,19 @@ func (w *Worker) create(ctx context.Context, api *slack.Client, c Config, q *dom
 	if row == "" {
 		fs, err := c.Schema.fields(valuesFor(q, c.Clearance, marker), false)
 		if err != nil {
-			return river.JobCancel(err)
+			return slackeffects.Cancel(err)
 		}
 		if w.beforeCreate != nil {
 			w.beforeCreate()
 		}
 		res, err := api.CreateListItemContext(ctx, c.List, slack.CreateListItemOptionInitialFields(fs))
 		if err != nil {
-			if certainlyNotApplied(err) {
-				_ = w.Store.releaseAttempt(context.WithoutCancel(ctx), key)
+			if slackeffects.CertainlyNotApplied(err) {
+				_ = w.fx().Ledger.Release(ctx, key)
 				return err
 			}
 			// Unknown result: look for our marker now; without it, retry later (reconciling).
-			found, lerr := findByMarker(context.WithoutCancel(ctx), api, c.List, markerCol, ours)
+			found, lerr := findByMarker(context.WithoutCancel(ctx), api, c.List, markerCol, w.pageLimit(), ours)
 			if lerr != nil || found == "" {
 				return err
 			}
@@ -225,10 +196,7 @@ func (w *Worker) create(ctx context.Context, api *slack.Client, c Config, q *dom
 	if adopted {
 		typ, payload = "ListRowAdopted", ListRowAdopted{List: c.List, RowID: row}
 	}
-	res, err := w.appendPast(ctx, c, q, st, "lists:"+key, typ, payload)
-	if isConflict(err) {
-		return river.JobSnooze(0)
-	}
+	res, err := w.record(ctx, c, q, st, "lists:"+key, typ, payload)
 	if err != nil || !adopted {
 		return err
 	}
@@ -241,41 +209,31 @@ func (w *Worker) create(ctx context.Context, api *slack.Client, c Config, q *dom
 func (w *Worker) update(ctx context.Context, api *slack.Client, c Config, q *domain.Inquiry, st streamState, r *rowState) error {
 	fs, err := c.Schema.fields(valuesFor(q, c.Clearance, w.marker(c, q)), true)
 	if err != nil {
-		return river.JobCancel(err)
+		return slackeffects.Cancel(err)
 	}
 	err = api.UpdateListItemsContext(ctx, c.List, cells(r.RowID, fs))
-	if isGone(err) {
+	if gone(err) {
 		// Deleted by hand: end the mapping; the next job creates a new row (own attempt key).
 		return w.recordRemoved(ctx, c, q, st, r, "gone")
 	}
 	if err != nil {
 		return err
 	}
-	_, err = w.appendPast(ctx, c, q, st, fmt.Sprintf("lists:update/%s/%s/%s/%d", c.List, q.ID, r.RowID, q.Version),
+	_, err = w.record(ctx, c, q, st, fmt.Sprintf("lists:update/%s/%s/%s/%d", c.List, q.ID, r.RowID, q.Version),
 		"ListRowUpdated", ListRowUpdated{List: c.List, RowID: r.RowID, Version: q.Version})
-	if isConflict(err) {
-		return river.JobSnooze(0)
-	}
 	return err
 }
 
-// appendPast records a List event on the inquiry's slackproj stream after st, past any thread events
-// appended meanwhile (see slackproj.AppendPast).
-func (w *Worker) appendPast(ctx context.Context, c Config, q *domain.Inquiry, st streamState, cmdID, typ string, payload any) (eventstore.AppendResult, error) {
-	stream := slackproj.ThreadStream(c.Tenant, q.ID)
-	return slackproj.AppendPast(ctx, w.Store.Events, stream, st.Revision, slackproj.IsListEvent, func(exp eventstore.ExpectedRevision) (eventstore.AppendResult, error) {
-		return w.Store.appendEvent(ctx, stream, exp, c.Tenant, cmdID, typ, payload)
-	})
+// record appends a List row event to the inquiry's List stream after st.
+func (w *Worker) record(ctx context.Context, c Config, q *domain.Inquiry, st streamState, cmdID, typ string, payload any) (eventstore.AppendResult, error) {
+	return w.fx().Record(ctx, Stream(c.Tenant, q.ID), st.Revision, c.Tenant, cmdID, typ, payload)
 }
 
 func (w *Worker) recordRemoved(ctx context.Context, c Config, q *domain.Inquiry, st streamState, r *rowState, reason string) error {
-	_, err := w.appendPast(ctx, c, q, st, fmt.Sprintf("lists:remove/%s/%s/%s", c.List, q.ID, r.RowID),
+	_, err := w.record(ctx, c, q, st, fmt.Sprintf("lists:remove/%s/%s/%s", c.List, q.ID, r.RowID),
 		"ListRowRemoved", ListRowRemoved{List: c.List, RowID: r.RowID, Reason: reason})
-	if isConflict(err) {
-		return river.JobSnooze(0)
-	}
 	if reason == "gone" && err == nil {
-		return river.JobSnooze(0) // look again: a new row if still in the working set
+		return slackeffects.Snooze(0) // look again: a new row if still in the working set
 	}
 	return err
 }
@@ -283,62 +241,57 @@ func (w *Worker) recordRemoved(ctx context.Context, c Config, q *domain.Inquiry,
 // deleteRow deletes the mapped row only when it is positively ours (its marker verifies).
 func (w *Worker) deleteRow(ctx context.Context, api *slack.Client, c Config, q *domain.Inquiry, st streamState, r *rowState, reason string) error {
 	info, err := api.GetListItemInfoContext(ctx, c.List, r.RowID)
-	if isGone(err) {
+	if gone(err) {
 		return w.recordRemoved(ctx, c, q, st, r, reason)
 	}
 	if err != nil {
 		return err
 	}
 	if m := cellText(info.Record, c.Schema.Columns[ColMarker].ID); !w.Store.Markers.Verify(m, string(c.Tenant), c.List, string(q.ID), q.Receipt) {
-		return river.JobCancel(fmt.Errorf("%s: row %s does not carry our marker: not deleted", ClassQuarantined, r.RowID))
+		return slackeffects.Cancel(fmt.Errorf("%s: row %s does not carry our marker: not deleted", slackeffects.ClassQuarantined, r.RowID))
 	}
-	if err := api.DeleteListItemContext(ctx, c.List, r.RowID); err != nil && !isGone(err) {
+	if err := api.DeleteListItemContext(ctx, c.List, r.RowID); err != nil && !gone(err) {
 		return err
 	}
 	return w.recordRemoved(ctx, c, q, st, r, reason)
 }
 
-// Remove deletes a terminal inquiry's row once its delay has passed, re-checking canonical state:
-// a reopened inquiry keeps its row.
-func (w *Worker) Remove(ctx context.Context, a RemoveArgs) error {
-	w.defaults()
+// Plan implements slackeffects.Kind for RemoveArgs: delete a terminal inquiry's row once its
+// delay has passed, re-checking canonical state: a reopened inquiry keeps its row.
+func (k removeKind) Plan(ctx context.Context, a RemoveArgs) (*slackeffects.Plan, error) {
+	w := k.Worker
 	c, ok, err := w.active(ctx, a.Tenant, a.List)
 	if !ok || err != nil {
-		return err
+		return nil, err
 	}
 	q, err := w.Load(ctx, a.Tenant, a.Inquiry)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if !q.Exists() || !q.Status.Terminal() {
-		return nil
+		return nil, nil
 	}
 	if due := q.ClosedAt.Add(c.RemoveAfter); w.Store.Now().Before(due) {
-		return river.JobSnooze(due.Sub(w.Store.Now()))
+		return nil, slackeffects.Snooze(due.Sub(w.Store.Now()))
 	}
 	st, err := readRows(ctx, w.Store.Events, a.Tenant, a.Inquiry)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	r := st.list(a.List)
 	if r.RowID == "" {
-		return nil
+		return nil, nil
 	}
-	api, err := w.admit(ctx, c, a.Tenant)
-	if err != nil {
-		return err
-	}
-	if err := w.deleteRow(ctx, api, c, q, st, r, string(q.Status)); err != nil {
-		return w.classify(ctx, c, a.Inquiry, err)
-	}
-	return w.Store.recordSuccess(ctx, a.Tenant, a.List, a.Inquiry)
+	return w.plan(ctx, c, a.Inquiry, func(ctx context.Context, api *slack.Client) error {
+		return w.deleteRow(ctx, api, c, q, st, r, string(q.Status))
+	})
 }
 
 // findByMarker pages items.list (active rows) for a row whose marker cell satisfies ours.
-func findByMarker(ctx context.Context, api *slack.Client, list, markerCol string, ours func(string) bool) (string, error) {
+func findByMarker(ctx context.Context, api *slack.Client, list, markerCol string, pageLimit int, ours func(string) bool) (string, error) {
 	cursor := ""
 	for {
-		opts := []slack.GetListItemsOption{slack.GetListItemsOptionLimit(100)}
+		opts := []slack.GetListItemsOption{slack.GetListItemsOptionLimit(pageLimit)}
 		if cursor != "" {
 			opts = append(opts, slack.GetListItemsOptionCursor(cursor))
 		}
@@ -358,65 +311,5 @@ func findByMarker(ctx context.Context, api *slack.Client, list, markerCol string
 	}
 }
 
-func isGone(err error) bool {
-	var se slack.SlackErrorResponse
-	return errors.As(err, &se) && (se.Err == "record_not_found" || se.Err == "invalid_row_id")
-}
-
-func isConflict(err error) bool { return errors.Is(err, domain.ErrConcurrency) }
-
-// certainlyNotApplied reports an answer proving the write did not happen: a Slack error or a 429.
-func certainlyNotApplied(err error) bool {
-	var se slack.SlackErrorResponse
-	var rl *slack.RateLimitedError
-	return errors.As(err, &se) || errors.As(err, &rl)
-}
-
-// classify turns a failed call into River's outcome and records health.
-func (w *Worker) classify(ctx context.Context, c Config, id domain.InquiryID, err error) error {
-	ctx = context.WithoutCancel(ctx)
-	var snooze *river.JobSnoozeError
-	var cancel *river.JobCancelError
-	if errors.As(err, &snooze) {
-		return err
-	}
-	var rl *slack.RateLimitedError
-	var se slack.SlackErrorResponse
-	var sc slack.StatusCodeError
-	class, out := ClassTransient, err
-	switch {
-	case errors.As(err, &cancel):
-		class = ClassQuarantined
-	case errors.As(err, &rl):
-		wait := max(rl.RetryAfter, time.Second)
-		if e := w.Store.SetCooldown(ctx, c.Tenant, c.List, w.Store.Now().Add(wait)); e != nil {
-			return e
-		}
-		class, out = ClassRateLimited, river.JobSnooze(wait)
-	case errors.As(err, &se) && se.Err == "over_row_maximum":
-		if e := w.Store.openCircuit(ctx, c, se.Err, true, w.ProbeEvery); e != nil {
-			return e
-		}
-		class, out = ClassCircuit, river.JobSnooze(w.ProbeEvery)
-	case errors.As(err, &se) && circuitCodes[se.Err]:
-		if e := w.Store.openCircuit(ctx, c, se.Err, false, w.ProbeEvery); e != nil {
-			return e
-		}
-		class, out = ClassCircuit, river.JobSnooze(w.ProbeEvery)
-	case errors.As(err, &se) && schemaCodes[se.Err]:
-		cur, e := w.Store.CheckSchema(ctx, c.Tenant, c.List)
-		if e == nil && cur.SchemaState == SchemaDrifted {
-			class, out = ClassDrift, river.JobSnooze(w.ProbeEvery)
-		} else {
-			class, out = ClassQuarantined, river.JobCancel(fmt.Errorf("quarantined: slack answered %s", se.Err))
-		}
-	case errors.As(err, &se) && quarantineCodes[se.Err]:
-		class, out = ClassQuarantined, river.JobCancel(fmt.Errorf("quarantined: slack answered %s", se.Err))
-	case errors.As(err, &sc) && sc.Code >= 500, !errors.As(err, &se):
-		class = ClassUnknown
-	}
-	if e := w.Store.recordError(ctx, c.Tenant, c.List, id, class, err.Error()); e != nil {
-		return errors.Join(out, e)
-	}
-	return out
-}
+// gone reports a row that was deleted (Classify: ClassGone).
+func gone(err error) bool { return slackeffects.Classify(err).Class == slackeffects.ClassGone }

@@ -11,7 +11,7 @@ import (
 
 	"github.com/casebook/casebook/adapters/slack/fakeslack"
 	"github.com/casebook/casebook/adapters/slack/lists"
-	"github.com/casebook/casebook/adapters/slack/slackproj"
+	"github.com/casebook/casebook/adapters/slack/slackeffects"
 	"github.com/casebook/casebook/domain"
 	"github.com/casebook/casebook/projections"
 )
@@ -27,7 +27,7 @@ func (b *bundle) receipt(t *testing.T, id domain.InquiryID) string {
 
 func (b *bundle) rowEvents(t *testing.T, id domain.InquiryID) []string {
 	t.Helper()
-	return events(t, b, slackproj.ThreadStream(b.tenant, id))
+	return events(t, b, lists.Stream(b.tenant, id))
 }
 
 // TestRowLifecycle: intake → one row with typed cells matching the schema (rich_text texts, select
@@ -307,7 +307,7 @@ func TestRateLimitSharedCooldownAndRowCap(t *testing.T) {
 			t.Fatalf("%d creates: the second job ignored the cooldown", n)
 		}
 		st, _ := b.app.Lists.Store.Statuses(t.Context(), b.tenant)
-		if st[0].CooldownUntil == nil || st[0].Sync.Classes[lists.ClassRateLimited] != 1 {
+		if st[0].CooldownUntil == nil || st[0].Sync.Classes[string(slackeffects.ClassRateLimited)] != 1 {
 			t.Fatalf("status = %+v", st[0])
 		}
 		b.clock.Advance(31 * time.Second)

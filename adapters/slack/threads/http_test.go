@@ -1,4 +1,4 @@
-package slackproj_test
+package threads_test
 
 import (
 	"encoding/json"

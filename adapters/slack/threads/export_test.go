@@ -1,4 +1,4 @@
-package slackproj
+package threads
 
 // SetAfterPost installs the crash hook that runs between a root post and its record.
 func (w *Worker) SetAfterPost(f func() error) { w.afterPost = f }

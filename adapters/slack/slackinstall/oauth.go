@@ -1,4 +1,4 @@
-package slackproj
+package slackinstall
 
 import (
 	"context"

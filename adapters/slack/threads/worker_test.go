@@ -1,4 +1,4 @@
-package slackproj_test
+package threads_test
 
 import (
 	"context"
@@ -11,7 +11,8 @@ import (
 	"github.com/riverqueue/river"
 
 	"github.com/casebook/casebook/adapters/slack/fakeslack"
-	"github.com/casebook/casebook/adapters/slack/slackproj"
+	"github.com/casebook/casebook/adapters/slack/slackeffects"
+	"github.com/casebook/casebook/adapters/slack/threads"
 	"github.com/casebook/casebook/domain"
 )
 
@@ -42,7 +43,7 @@ func TestRootPostedThenUpdatedAndReplied(t *testing.T) {
 		b.project(t)
 		noErrors(t, b.work(t))
 		root := oneRoot(t, b)
-		if root.Metadata == nil || root.Metadata.EventType != slackproj.MetadataEventType {
+		if root.Metadata == nil || root.Metadata.EventType != threads.MetadataEventType {
 			t.Fatalf("root carries no effect metadata: %+v", root.Metadata)
 		}
 		b.transition(t, id, domain.StatusTriaged, domain.PriorityHigh)
@@ -53,7 +54,7 @@ func TestRootPostedThenUpdatedAndReplied(t *testing.T) {
 			t.Fatalf("root not updated or no reply: edited=%q replies=%+v", root.EditedTS, root.Replies)
 		}
 		b.project(t)
-		h, err := b.app.Slack.Health(t.Context(), b.tenant, id)
+		h, err := b.app.Threads.Health(t.Context(), b.tenant, id)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -80,8 +81,8 @@ func TestRootOnceWhenPostTimesOutAfterApply(t *testing.T) {
 		if err := b.workJob(ctx, t, j); err == nil {
 			t.Fatal("timed-out post reported success")
 		}
-		h, _ := b.app.Slack.Health(t.Context(), b.tenant, id)
-		if h.State != "failed" || h.ErrorClass != slackproj.ClassUnknown {
+		h, _ := b.app.Threads.Health(t.Context(), b.tenant, id)
+		if h.State != "failed" || h.ErrorClass != string(slackeffects.ClassUnknown) {
 			t.Fatalf("health after timeout = %+v", h)
 		}
 		b.clock.Advance(2 * time.Minute) // past the in-flight guard
@@ -105,11 +106,11 @@ func TestRootOnceWhenWorkerCrashesAfterPost(t *testing.T) {
 		b.intake(t, "k1")
 		b.project(t)
 		j := b.jobs(t)[0]
-		b.app.SlackWorker.SetAfterPost(func() error { return errors.New("crash") })
+		b.app.Threads.SetAfterPost(func() error { return errors.New("crash") })
 		if err := b.workJob(t.Context(), t, j); err == nil {
 			t.Fatal("crash not reported")
 		}
-		b.app.SlackWorker.SetAfterPost(nil)
+		b.app.Threads.SetAfterPost(nil)
 		// A retry while the attempt may still be in flight waits instead of posting.
 		var snooze *river.JobSnoozeError
 		if err := b.workJob(t.Context(), t, j); !errors.As(err, &snooze) {

@@ -1,4 +1,4 @@
-package slackproj
+package slackinstall
 
 import (
 	"crypto/aes"
@@ -28,7 +28,7 @@ type Sealer struct {
 // NewSealer derives the sealing key from the instance secret.
 func NewSealer(instanceSecret []byte) (*Sealer, error) {
 	if len(instanceSecret) < 16 {
-		return nil, errors.New("slackproj: instance secret too short")
+		return nil, errors.New("slackinstall: instance secret too short")
 	}
 	key, err := hkdf.Key(sha256.New, instanceSecret, nil, sealInfo, 32)
 	if err != nil {
@@ -72,16 +72,16 @@ func (s *Sealer) Seal(plain, aad string) string {
 func (s *Sealer) Open(sealed, aad string) (string, error) {
 	raw, ok := strings.CutPrefix(sealed, "v1:")
 	if !ok {
-		return "", errors.New("slackproj: unknown sealed format")
+		return "", errors.New("slackinstall: unknown sealed format")
 	}
 	b, err := base64.RawStdEncoding.DecodeString(raw)
 	if err != nil || len(b) < s.aead.NonceSize() {
-		return "", errors.New("slackproj: malformed sealed value")
+		return "", errors.New("slackinstall: malformed sealed value")
 	}
 	n := s.aead.NonceSize()
 	plain, err := s.aead.Open(nil, b[:n], b[n:], []byte(aad))
 	if err != nil {
-		return "", fmt.Errorf("slackproj: open sealed value: %w", err)
+		return "", fmt.Errorf("slackinstall: open sealed value: %w", err)
 	}
 	return string(plain), nil
 }

@@ -1,14 +1,14 @@
-package slackproj
+package threads
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"fmt"
 	"strings"
+	"time"
 
-	"github.com/riverqueue/river"
-
+	"github.com/casebook/casebook/adapters/slack/slackeffects"
+	"github.com/casebook/casebook/adapters/slack/slackinstall"
 	"github.com/casebook/casebook/domain"
 	"github.com/casebook/casebook/eventstore"
 	"github.com/casebook/casebook/internal/sqldb"
@@ -34,14 +34,15 @@ CREATE TABLE IF NOT EXISTS slack_threads{g} (
 )`
 
 // Intents is the slackintents subscriber. From inquiry streams it records each inquiry's desired
-// version and, for tenants with a destination, inserts one sync job per inquiry per batch (the
+// version and, for tenants with a destination, queues one sync job per inquiry per batch (the
 // newest version) in the checkpoint's transaction; Batch.Emit records the effect key first, so a
-// redelivery never inserts twice and a rebuild (Batch.Replaying) inserts nothing. From slackproj
-// streams it folds the thread mapping (tenant, inquiry) → (installation, channel, root ts,
-// observed version), which a replay rebuilds.
+// redelivery never inserts twice and a rebuild (Batch.Replaying) inserts nothing. From thread
+// events (slackthread streams, and the thread events of legacy slackproj streams) it folds the
+// thread mapping (tenant, inquiry) → (installation, channel, root ts, observed version), which a
+// replay rebuilds.
 type Intents struct {
-	Jobs  *river.Client[*sql.Tx]
-	Store *Store
+	Effects *slackeffects.Runtime
+	Install *slackinstall.Store
 }
 
 var _ projections.Projection = (*Intents)(nil)
@@ -73,9 +74,13 @@ func (p *Intents) Apply(ctx context.Context, b *projections.Batch) error {
 	var order []threadKey
 	for _, e := range b.Events {
 		var m domain.Metadata
+		kind := ""
 		switch {
 		case strings.HasPrefix(e.StreamID, "inquiry-"):
-		case strings.HasPrefix(e.StreamID, "slackproj-"):
+		case strings.HasPrefix(e.StreamID, StreamKind+"-"):
+			kind = StreamKind
+		case strings.HasPrefix(e.StreamID, "slackproj-") && IsThreadEvent(e.Type):
+			kind = "slackproj"
 		default:
 			continue
 		}
@@ -94,7 +99,7 @@ func (p *Intents) Apply(ctx context.Context, b *projections.Batch) error {
 			desired[k] = max(desired[k], e.Revision+1)
 			continue
 		}
-		id, ok := eventstore.StreamInquiry("slackproj", e.StreamID, m.TenantID)
+		id, ok := eventstore.StreamInquiry(kind, e.StreamID, m.TenantID)
 		if !ok {
 			return fmt.Errorf("%s: stream does not belong to tenant %q", e.StreamID, m.TenantID)
 		}
@@ -104,13 +109,13 @@ func (p *Intents) Apply(ctx context.Context, b *projections.Batch) error {
 	}
 	for _, k := range order {
 		v := desired[k]
-		if err := RaiseDesired(ctx, b, table, k.tenant, k.id, v); err != nil {
+		if err := slackeffects.RaiseDesired(ctx, b, table, k.tenant, k.id, v); err != nil {
 			return err
 		}
 		if b.Replaying {
 			continue // a rebuild never emits: the live generation did
 		}
-		has, err := p.Store.HasDestination(ctx, b.Tx, k.tenant)
+		has, err := p.Install.HasDestination(ctx, b.Tx, k.tenant)
 		if err != nil {
 			return err
 		}
@@ -127,10 +132,8 @@ func (p *Intents) Apply(ctx context.Context, b *projections.Batch) error {
 		if !fresh {
 			continue
 		}
-		opts := args.InsertOpts()
-		opts.Tags = []string{tenantTag(k.tenant)}
-		if _, err := p.Jobs.InsertTx(ctx, b.Tx, args, &opts); err != nil {
-			return fmt.Errorf("insert slack job: %w", err)
+		if err := p.Effects.InsertTx(ctx, b.Tx, args, time.Time{}); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -139,9 +142,6 @@ func (p *Intents) Apply(ctx context.Context, b *projections.Batch) error {
 // foldThread applies one slackproj event to the mapping row. Events at or below the row's
 // observed version change nothing, so redelivery is harmless.
 func (p *Intents) foldThread(ctx context.Context, b *projections.Batch, table string, tenant domain.TenantID, id domain.InquiryID, e eventstore.RecordedEvent) error {
-	if IsListEvent(e.Type) {
-		return nil
-	}
 	if err := b.Exec(ctx, `INSERT INTO `+table+` (tenant_id, inquiry_id) VALUES (?, ?) ON CONFLICT (tenant_id, inquiry_id) DO NOTHING`, tenant, id); err != nil {
 		return err
 	}
@@ -161,13 +161,5 @@ func (p *Intents) foldThread(ctx context.Context, b *projections.Batch, table st
 		return b.Exec(ctx, `UPDATE `+table+` SET observed_version = ? WHERE tenant_id = ? AND inquiry_id = ? AND observed_version < ?`,
 			ev.Version, tenant, id, ev.Version)
 	}
-	return fmt.Errorf("slackproj: unknown event type %q", e.Type)
-}
-
-// RaiseDesired records that an inquiry's Slack output must show at least version v, in a table
-// keyed by (tenant_id, inquiry_id) with a desired_version column; the version never goes down.
-func RaiseDesired(ctx context.Context, b *projections.Batch, table string, tenant domain.TenantID, id domain.InquiryID, v uint64) error {
-	return b.Exec(ctx, `INSERT INTO `+table+` (tenant_id, inquiry_id, desired_version) VALUES (?, ?, ?)
-		ON CONFLICT (tenant_id, inquiry_id) DO UPDATE SET desired_version = CASE WHEN `+table+`.desired_version > excluded.desired_version
-		THEN `+table+`.desired_version ELSE excluded.desired_version END`, tenant, id, v)
+	return fmt.Errorf("threads: unknown event type %q", e.Type)
 }

@@ -1,4 +1,4 @@
-package slackproj
+package slackinstall
 
 import (
 	"context"
@@ -46,30 +46,7 @@ CREATE TABLE IF NOT EXISTS slack_destinations (
 	active          INTEGER NOT NULL,
 	created_at      BIGINT NOT NULL
 );
-CREATE INDEX IF NOT EXISTS slack_destinations_tenant ON slack_destinations (tenant_id, team, active);
-CREATE TABLE IF NOT EXISTS slack_destination_health (
-	tenant_id      TEXT   NOT NULL,
-	channel_key    TEXT   NOT NULL,
-	cooldown_until BIGINT NOT NULL DEFAULT 0,
-	circuit_open   INTEGER NOT NULL DEFAULT 0,
-	circuit_reason TEXT   NOT NULL DEFAULT '',
-	opened_at      BIGINT NOT NULL DEFAULT 0,
-	next_probe_at  BIGINT NOT NULL DEFAULT 0,
-	PRIMARY KEY (tenant_id, channel_key)
-);
-CREATE TABLE IF NOT EXISTS slack_effect_attempts (
-	effect_key TEXT   PRIMARY KEY,
-	created_at BIGINT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS slack_sync_health (
-	tenant_id     TEXT   NOT NULL,
-	inquiry_id    TEXT   NOT NULL,
-	last_success  BIGINT NOT NULL DEFAULT 0,
-	last_error    TEXT   NOT NULL DEFAULT '',
-	error_class   TEXT   NOT NULL DEFAULT '',
-	last_error_at BIGINT NOT NULL DEFAULT 0,
-	PRIMARY KEY (tenant_id, inquiry_id)
-)`}}
+CREATE INDEX IF NOT EXISTS slack_destinations_tenant ON slack_destinations (tenant_id, team, active)`}}
 
 // Installation is a bot installation in one workspace, bound to one tenant.
 type Installation struct {
@@ -103,10 +80,8 @@ type Destination struct {
 	ClearanceStr string                `json:"clearance"`
 }
 
-// channelKey names the destination for cooldowns and circuits: installation key and channel.
-func (d Destination) channelKey() string { return d.Installation.Key + "#" + d.Channel }
-
-// Store keeps installations, destinations and per-destination health.
+// Store is the installation registry: installations, destinations, user links and the OAuth
+// states. It is the only reader and writer of their tables, and the only maker of Slack clients.
 type Store struct {
 	DB     *sqldb.DB
 	Events eventstore.Store
@@ -131,9 +106,13 @@ func NewStore(ctx context.Context, db *sqldb.DB, events eventstore.Store, secret
 	return &Store{DB: db, Events: events, Sealer: s, Now: now}, nil
 }
 
-// Migrate creates the package's relational tables.
+// Migrate creates the package's relational tables (their migrations keep the names they had
+// when the package was called slackproj, so existing databases are not migrated twice).
 func Migrate(ctx context.Context, db *sqldb.DB) error {
-	return sqldb.Migrate(ctx, db, "slackproj", migrations)
+	if err := sqldb.Migrate(ctx, db, "slackproj", migrations); err != nil {
+		return err
+	}
+	return sqldb.Migrate(ctx, db, "slackproj-links", linkMigrations)
 }
 
 func (s *Store) httpClient() *http.Client {
@@ -143,9 +122,36 @@ func (s *Store) httpClient() *http.Client {
 	return &http.Client{Timeout: 10 * time.Second}
 }
 
-// Client returns a slack-go client for an installation (no automatic retries).
+// Client returns a slack-go client for an installation. It is the one constructor of Slack
+// clients: slack-go's retry option is never enabled, so a create is never resent blindly.
 func (s *Store) Client(in Installation) *slack.Client {
-	return slack.New(in.token, slack.OptionAPIURL(in.APIURL), slack.OptionHTTPClient(s.httpClient()))
+	return newClient(in.token, in.APIURL, s.httpClient())
+}
+
+func newClient(token, apiURL string, hc *http.Client) *slack.Client {
+	return slack.New(token, slack.OptionAPIURL(apiURL), slack.OptionHTTPClient(hc))
+}
+
+// ClientFor returns the client of a tenant's active installation by id; an inactive or unknown
+// one, or another tenant's, is domain.ErrNotFound.
+func (s *Store) ClientFor(ctx context.Context, tenant domain.TenantID, installationID string) (*slack.Client, Installation, error) {
+	in, err := s.Installation(ctx, tenant, installationID)
+	if err != nil {
+		return nil, Installation{}, err
+	}
+	return s.Client(in), in, nil
+}
+
+// NewestInstallation returns the id of the tenant's newest active installation; none is a
+// validation error that says what to run.
+func (s *Store) NewestInstallation(ctx context.Context, tenant domain.TenantID) (string, error) {
+	var id string
+	err := s.DB.QueryRowContext(ctx, s.DB.Rebind(`SELECT id FROM slack_installations WHERE tenant_id = ? AND active = 1
+		ORDER BY installed_at DESC LIMIT 1`), tenant).Scan(&id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", domain.Invalid("tenant", "has no Slack installation: run casebook slack install first")
+	}
+	return id, err
 }
 
 // InstallRequest is what `casebook slack install` supplies.
@@ -170,7 +176,7 @@ func (s *Store) Install(ctx context.Context, r InstallRequest) (Installation, er
 	if r.APIURL == "" {
 		r.APIURL = DefaultAPIURL
 	}
-	api := slack.New(r.Token, slack.OptionAPIURL(r.APIURL), slack.OptionHTTPClient(s.httpClient()))
+	api := newClient(r.Token, r.APIURL, s.httpClient())
 	auth, err := api.AuthTestContext(ctx)
 	if err != nil {
 		return Installation{}, fmt.Errorf("auth.test: %w", err)
@@ -210,13 +216,13 @@ func (s *Store) Install(ctx context.Context, r InstallRequest) (Installation, er
 	if err != nil {
 		return Installation{}, err
 	}
-	_, err = appendEvent(ctx, s.Events, InstallationStream(r.Tenant), eventstore.Any(), r.Tenant, "slack-install:"+in.ID, s.Now(),
+	_, err = AppendEvent(ctx, s.Events, InstallationStream(r.Tenant), eventstore.Any(), r.Tenant, Actor, "slack-install:"+in.ID, s.Now(),
 		"SlackInstalled", SlackInstalled{InstallationID: in.ID, Key: in.Key, EnterpriseID: in.EnterpriseID, TeamID: in.TeamID, AppID: in.AppID, Replaces: replaces})
 	return in, err
 }
 
-// ActiveInstallation returns a tenant's active installation (the newest when several workspaces).
-func (s *Store) installation(ctx context.Context, tenant domain.TenantID, id string) (Installation, error) {
+// Installation returns a tenant's active installation by id; domain.ErrNotFound otherwise.
+func (s *Store) Installation(ctx context.Context, tenant domain.TenantID, id string) (Installation, error) {
 	var in Installation
 	var tok string
 	err := s.DB.QueryRowContext(ctx, s.DB.Rebind(`SELECT id, tenant_id, install_key, enterprise_id, team_id, app_id, bot_user_id, api_url, token_sealed
@@ -281,16 +287,11 @@ func (s *Store) SetDestination(ctx context.Context, r DestinationRequest) (Desti
 		return Destination{}, domain.Invalid("channel", "must be a channel id (C…/G…)")
 	}
 	if r.Installation == "" {
-		err := s.DB.QueryRowContext(ctx, s.DB.Rebind(`SELECT id FROM slack_installations WHERE tenant_id = ? AND active = 1
-			ORDER BY installed_at DESC LIMIT 1`), r.Tenant).Scan(&r.Installation)
-		if errors.Is(err, sql.ErrNoRows) {
-			return Destination{}, domain.Invalid("tenant", "has no Slack installation: run casebook slack install first")
-		}
-		if err != nil {
+		if r.Installation, err = s.NewestInstallation(ctx, r.Tenant); err != nil {
 			return Destination{}, err
 		}
 	}
-	in, err := s.installation(ctx, r.Tenant, r.Installation)
+	in, err := s.Installation(ctx, r.Tenant, r.Installation)
 	if err != nil {
 		return Destination{}, err
 	}
@@ -311,7 +312,7 @@ func (s *Store) SetDestination(ctx context.Context, r DestinationRequest) (Desti
 	if err != nil {
 		return Destination{}, err
 	}
-	_, err = appendEvent(ctx, s.Events, InstallationStream(r.Tenant), eventstore.Any(), r.Tenant, "slack-destination:"+d.ID, s.Now(),
+	_, err = AppendEvent(ctx, s.Events, InstallationStream(r.Tenant), eventstore.Any(), r.Tenant, Actor, "slack-destination:"+d.ID, s.Now(),
 		"SlackDestinationSet", SlackDestinationSet{DestinationID: d.ID, Team: d.Team, InstallationID: in.ID, Channel: d.Channel, Clearance: r.Clearance, Replaces: replaces})
 	return d, err
 }
@@ -343,7 +344,7 @@ func (s *Store) DestinationFor(ctx context.Context, tenant domain.TenantID, team
 	if d.Clearance, err = ParseClearance(d.ClearanceStr); err != nil {
 		return Destination{}, err
 	}
-	if d.Installation, err = s.installation(ctx, tenant, instID); err != nil {
+	if d.Installation, err = s.Installation(ctx, tenant, instID); err != nil {
 		return Destination{}, err
 	}
 	return d, nil

@@ -1,4 +1,4 @@
-package slackproj_test
+package threads_test
 
 import (
 	"errors"
@@ -6,7 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/casebook/casebook/adapters/slack/slackproj"
+	"github.com/casebook/casebook/adapters/slack/slackinstall"
+	"github.com/casebook/casebook/adapters/slack/threads"
 	"github.com/casebook/casebook/domain"
 	"github.com/casebook/casebook/projections"
 )
@@ -22,7 +23,7 @@ func TestInstallSealsSecretsAndAudits(t *testing.T) {
 		if err := b.app.DB.QueryRowContext(ctx, `SELECT count(*) FROM slack_installations WHERE token_sealed LIKE '%xoxb%' OR signing_sealed LIKE '%sig-secret%'`).Scan(&n); err != nil || n != 0 {
 			t.Fatalf("plaintext secrets stored: %d %v", n, err)
 		}
-		in, err := b.app.Slack.Install(ctx, slackproj.InstallRequest{Tenant: b.tenant, Token: b.fake.Token(), SigningSecret: "sig2", AppID: "A0FAKEAPP01", APIURL: b.fake.URL()})
+		in, err := b.app.Slack.Install(ctx, slackinstall.InstallRequest{Tenant: b.tenant, Token: b.fake.Token(), SigningSecret: "sig2", AppID: "A0FAKEAPP01", APIURL: b.fake.URL()})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -36,7 +37,7 @@ func TestInstallSealsSecretsAndAudits(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, err = b.app.Slack.Install(ctx, slackproj.InstallRequest{Tenant: other.ID, Token: b.fake.Token(), SigningSecret: "x", AppID: "A0FAKEAPP01", APIURL: b.fake.URL()})
+		_, err = b.app.Slack.Install(ctx, slackinstall.InstallRequest{Tenant: other.ID, Token: b.fake.Token(), SigningSecret: "x", AppID: "A0FAKEAPP01", APIURL: b.fake.URL()})
 		if !errors.Is(err, domain.ErrConflict) {
 			t.Fatalf("another tenant installed the same key: %v", err)
 		}
@@ -44,7 +45,7 @@ func TestInstallSealsSecretsAndAudits(t *testing.T) {
 		b.project(t)
 		noErrors(t, b.work(t))
 		b.fake.AddChannel("C0MOVED0001")
-		if _, err := b.app.Slack.SetDestination(ctx, slackproj.DestinationRequest{Tenant: b.tenant, Channel: "C0MOVED0001", Clearance: "internal"}); err != nil {
+		if _, err := b.app.Slack.SetDestination(ctx, slackinstall.DestinationRequest{Tenant: b.tenant, Channel: "C0MOVED0001", Clearance: "internal"}); err != nil {
 			t.Fatal(err)
 		}
 		b.transition(t, id, domain.StatusTriaged, "")
@@ -53,7 +54,7 @@ func TestInstallSealsSecretsAndAudits(t *testing.T) {
 		if n := len(b.fake.Messages("C0MOVED0001")); n != 1 {
 			t.Fatalf("%d roots in the new channel, want 1", n)
 		}
-		evs, err := b.app.Store.ReadStream(ctx, slackproj.InstallationStream(b.tenant), 0, 0)
+		evs, err := b.app.Store.ReadStream(ctx, slackinstall.InstallationStream(b.tenant), 0, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -64,7 +65,7 @@ func TestInstallSealsSecretsAndAudits(t *testing.T) {
 		if got := strings.Join(types, ","); got != "SlackInstalled,SlackDestinationSet,SlackInstalled,SlackDestinationSet" {
 			t.Fatalf("audit = %s", got)
 		}
-		thread, err := b.app.Store.ReadStream(ctx, slackproj.ThreadStream(b.tenant, id), 0, 0)
+		thread, err := b.app.Store.ReadStream(ctx, threads.Stream(b.tenant, id), 0, 0)
 		if err != nil || len(thread) != 2 || thread[1].Type != "SlackThreadPosted" {
 			t.Fatalf("thread mappings = %d %v", len(thread), err)
 		}
@@ -85,7 +86,7 @@ func TestRebuildDoesNotReemit(t *testing.T) {
 		noErrors(t, b.work(t))
 		b.project(t)
 		before := len(b.jobs(t))
-		p, err := b.app.Projection(slackproj.IntentsName)
+		p, err := b.app.Projection(threads.IntentsName)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -95,7 +96,7 @@ func TestRebuildDoesNotReemit(t *testing.T) {
 		if after := len(b.jobs(t)); after != before {
 			t.Fatalf("rebuild inserted %d jobs", after-before)
 		}
-		h, err := b.app.Slack.Health(ctx, b.tenant, id)
+		h, err := b.app.Threads.Health(ctx, b.tenant, id)
 		if err != nil || h.State != "synced" || h.Channel != channel || h.ObservedVersion != 2 {
 			t.Fatalf("mapping after rebuild = %+v, %v", h, err)
 		}

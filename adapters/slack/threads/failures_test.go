@@ -1,4 +1,4 @@
-package slackproj_test
+package threads_test
 
 import (
 	"context"
@@ -12,7 +12,8 @@ import (
 	"github.com/riverqueue/river/rivertype"
 
 	"github.com/casebook/casebook/adapters/slack/fakeslack"
-	"github.com/casebook/casebook/adapters/slack/slackproj"
+	"github.com/casebook/casebook/adapters/slack/slackeffects"
+	"github.com/casebook/casebook/adapters/slack/threads"
 	"github.com/casebook/casebook/domain"
 )
 
@@ -72,15 +73,15 @@ func TestCircuitOpensAndCloses(t *testing.T) {
 		if n := b.fake.CallCount("chat.postMessage"); n != 1 {
 			t.Fatalf("%d posts with the circuit open, want 1", n)
 		}
-		cs, err := b.app.Slack.Circuits(t.Context(), b.tenant)
+		cs, err := b.app.Effects.Guard.Circuits(t.Context(), b.tenant)
 		if err != nil || len(cs) != 1 || !cs[0].Open || cs[0].Reason != "token_revoked" {
 			t.Fatalf("circuits = %+v, %v", cs, err)
 		}
-		h, _ := b.app.Slack.Health(t.Context(), b.tenant, id)
-		if h.State != "failed" || h.ErrorClass != slackproj.ClassCircuit {
+		h, _ := b.app.Threads.Health(t.Context(), b.tenant, id)
+		if h.State != "failed" || h.ErrorClass != string(slackeffects.ClassCircuit) {
 			t.Fatalf("health = %+v", h)
 		}
-		if _, err := b.app.Slack.CloseCircuit(t.Context(), b.tenant, channel); err != nil {
+		if _, err := b.app.Effects.Guard.CloseCircuit(t.Context(), b.tenant, channel); err != nil {
 			t.Fatal(err)
 		}
 		b.worked = map[int64]bool{}
@@ -88,7 +89,7 @@ func TestCircuitOpensAndCloses(t *testing.T) {
 		if n := len(b.roots()); n != 2 {
 			t.Fatalf("%d roots after close, want 2", n)
 		}
-		if _, err := b.app.Slack.CloseCircuit(t.Context(), "other-tenant", channel); !errors.Is(err, domain.ErrNotFound) {
+		if _, err := b.app.Effects.Guard.CloseCircuit(t.Context(), "other-tenant", channel); !errors.Is(err, domain.ErrNotFound) {
 			t.Fatalf("another tenant closed a circuit: %v", err)
 		}
 	})
@@ -107,7 +108,7 @@ func TestCircuitClosedByProbe(t *testing.T) {
 		if err := b.workJob(t.Context(), t, j); err != nil {
 			t.Fatal(err)
 		}
-		cs, _ := b.app.Slack.Circuits(t.Context(), b.tenant)
+		cs, _ := b.app.Effects.Guard.Circuits(t.Context(), b.tenant)
 		if len(cs) != 1 || cs[0].Open {
 			t.Fatalf("circuit still open after a successful probe: %+v", cs)
 		}
@@ -130,8 +131,8 @@ func TestQuarantineBadMessage(t *testing.T) {
 		if errs[1] != nil {
 			t.Fatalf("second job: %v", errs[1])
 		}
-		h, _ := b.app.Slack.Health(t.Context(), b.tenant, id)
-		if h.ErrorClass != slackproj.ClassQuarantined {
+		h, _ := b.app.Threads.Health(t.Context(), b.tenant, id)
+		if h.ErrorClass != string(slackeffects.ClassQuarantined) {
 			t.Fatalf("health = %+v", h)
 		}
 	})
@@ -171,19 +172,18 @@ func TestDeadLetterAndManualRetry(t *testing.T) {
 	eachBackend(t, func(t *testing.T, b *bundle) {
 		ctx := t.Context()
 		id := b.intake(t, "k1")
-		opts := slackproj.SyncArgs{}.InsertOpts()
-		opts.MaxAttempts, opts.Tags = 1, []string{slackproj.TenantTag(b.tenant)}
-		ins, err := b.app.Jobs.Insert(ctx, slackproj.SyncArgs{Tenant: b.tenant, Inquiry: id, Version: 1}, &opts)
+		opts := river.InsertOpts{Queue: threads.SyncArgs{}.Kind(), MaxAttempts: 1, Tags: []string{slackeffects.TenantTag(b.tenant)}}
+		ins, err := b.app.Effects.Client().Insert(ctx, threads.SyncArgs{Tenant: b.tenant, Inquiry: id, Version: 1}, &opts)
 		if err != nil {
 			t.Fatal(err)
 		}
 		b.fake.AddRule(fakeslack.Rule{Method: "chat.postMessage", Fault: fakeslack.HTTPStatus(503), Times: -1})
-		events, cancel := b.app.Jobs.Subscribe(river.EventKindJobFailed, river.EventKindJobCompleted)
+		events, cancel := b.app.Effects.Client().Subscribe(river.EventKindJobFailed, river.EventKindJobCompleted)
 		defer cancel()
-		if err := b.app.Jobs.Start(ctx); err != nil {
+		if err := b.app.Effects.Client().Start(ctx); err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { _ = b.app.Jobs.Stop(context.WithoutCancel(ctx)) })
+		t.Cleanup(func() { _ = b.app.Effects.Client().Stop(context.WithoutCancel(ctx)) })
 		next := func() *river.Event {
 			select {
 			case ev := <-events:
@@ -196,11 +196,11 @@ func TestDeadLetterAndManualRetry(t *testing.T) {
 		if ev := next(); ev.Job.State != rivertype.JobStateDiscarded {
 			t.Fatalf("state = %s, want discarded", ev.Job.State)
 		}
-		dead, err := b.app.Effects.List(ctx, b.tenant, []rivertype.JobState{rivertype.JobStateDiscarded}, 0)
+		dead, err := b.app.Effects.Effects(ctx, b.tenant, slackeffects.Filter{States: []string{"discarded"}})
 		if err != nil || len(dead) != 1 || dead[0].ID != ins.Job.ID || dead[0].LastError == "" {
 			t.Fatalf("dead letters = %+v, %v", dead, err)
 		}
-		if other, _ := b.app.Effects.List(ctx, "another-tenant", nil, 0); len(other) != 0 {
+		if other, _ := b.app.Effects.Effects(ctx, "another-tenant", slackeffects.Filter{}); len(other) != 0 {
 			t.Fatalf("another tenant sees %d effects", len(other))
 		}
 		if _, err := b.app.Effects.Retry(ctx, "another-tenant", ins.Job.ID); !errors.Is(err, domain.ErrNotFound) {

@@ -1,4 +1,4 @@
-package slackproj
+package slackinstall
 
 import (
 	"context"
@@ -6,15 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/casebook/casebook/domain"
 	"github.com/casebook/casebook/eventstore"
 	"github.com/casebook/casebook/internal/sqldb"
 )
 
-// What Slack callbacks need: installations by key, the Slack user → principal links, the root
-// message → inquiry lookup, and disabling an uninstalled installation.
+// What Slack callbacks need: installations by key and the Slack user → principal links.
 
 var linkMigrations = []sqldb.Migration{{Version: 1, SQL: `
 CREATE TABLE IF NOT EXISTS slack_user_links (
@@ -39,14 +37,6 @@ type SlackInstallationDisabled struct {
 	Reason       string `json:"reason"`
 	EventID      string `json:"event_id,omitempty"`
 }
-
-// MigrateLinks creates the Slack user link table.
-func MigrateLinks(ctx context.Context, db *sqldb.DB) error {
-	return sqldb.Migrate(ctx, db, "slackproj-links", linkMigrations)
-}
-
-// probeAfterUninstall is when a disabled installation's circuit first lets a probe through.
-const probeAfterUninstall = 5 * time.Minute
 
 // Signing is an active installation's identity and signing secret.
 type Signing struct {
@@ -91,7 +81,7 @@ func (s *Store) InstallationByKey(ctx context.Context, key string) (Installation
 	if err != nil {
 		return Installation{}, "", err
 	}
-	in, err := s.installation(ctx, tenant, id)
+	in, err := s.Installation(ctx, tenant, id)
 	if err != nil {
 		return Installation{}, "", err
 	}
@@ -126,7 +116,7 @@ func (s *Store) LinkUser(ctx context.Context, tenant domain.TenantID, installati
 	if err != nil {
 		return "", err
 	}
-	_, err = appendEvent(ctx, s.Events, InstallationStream(tenant), eventstore.Any(), tenant,
+	_, err = AppendEvent(ctx, s.Events, InstallationStream(tenant), eventstore.Any(), tenant, Actor,
 		fmt.Sprintf("slack-link:%s:%s:%s:%d", key, slackUser, principal, s.Now().UnixNano()), s.Now(),
 		"SlackUserLinked", SlackUserLinked{Installation: key, SlackUser: slackUser, Principal: string(principal)})
 	return key, err
@@ -144,56 +134,28 @@ func (s *Store) LinkedPrincipal(ctx context.Context, tenant domain.TenantID, key
 	return p, err
 }
 
-// ThreadByRoot finds the inquiry whose stored root message is (installation key, channel, ts)
-// inside tenant. Anything else, a well-formed id of another workspace included, is
-// domain.ErrNotFound.
-func (s *Store) ThreadByRoot(ctx context.Context, tenant domain.TenantID, key, channel, ts string) (domain.InquiryID, error) {
-	var id domain.InquiryID
-	if tenant == "" || key == "" || channel == "" || ts == "" {
-		return "", fmt.Errorf("thread: %w", domain.ErrNotFound)
-	}
-	err := s.DB.QueryRowContext(ctx, s.DB.Rebind(`SELECT inquiry_id FROM slack_threads
-		WHERE tenant_id = ? AND installation = ? AND channel_id = ? AND root_ts = ?`), tenant, key, channel, ts).Scan(&id)
-	if errors.Is(err, sql.ErrNoRows) {
-		return "", fmt.Errorf("thread: %w", domain.ErrNotFound)
-	}
-	return id, err
-}
-
-// DisableInstallation opens the circuit of every destination of the tenant's installation with
-// key (app_uninstalled, tokens_revoked), so the worker stops writing; the circuit's probe and
-// `effects circuit-close` close it as for any other authorization failure. It is idempotent and
-// records an audit event once per eventID.
-func (s *Store) DisableInstallation(ctx context.Context, tenant domain.TenantID, key, reason, eventID string) error {
-	channels, err := s.installationChannels(ctx, tenant, key)
-	if err != nil {
-		return err
-	}
-	for _, c := range channels {
-		d := Destination{Tenant: tenant, Installation: Installation{Key: key}, Channel: c}
-		if err := s.openCircuit(ctx, d, reason, probeAfterUninstall); err != nil {
-			return err
-		}
-	}
-	_, err = appendEvent(ctx, s.Events, InstallationStream(tenant), eventstore.Any(), tenant, "slack-disable:"+key+":"+eventID, s.Now(),
+// RecordDisabled records the audit event of an uninstall or token revocation once per eventID.
+// Stopping the installation's effects is slackeffects' part (Guard.DisableInstallation).
+func (s *Store) RecordDisabled(ctx context.Context, tenant domain.TenantID, key, reason, eventID string) error {
+	_, err := AppendEvent(ctx, s.Events, InstallationStream(tenant), eventstore.Any(), tenant, Actor, "slack-disable:"+key+":"+eventID, s.Now(),
 		"SlackInstallationDisabled", SlackInstallationDisabled{Installation: key, Reason: reason, EventID: eventID})
 	return err
 }
 
-func (s *Store) installationChannels(ctx context.Context, tenant domain.TenantID, key string) ([]string, error) {
-	rows, err := s.DB.QueryContext(ctx, s.DB.Rebind(`SELECT d.channel_id FROM slack_destinations d
-		JOIN slack_installations i ON i.id = d.installation_id WHERE d.tenant_id = ? AND i.install_key = ?`), tenant, key)
+// InstallationKeys lists the keys of a tenant's installations, active or not.
+func (s *Store) InstallationKeys(ctx context.Context, tenant domain.TenantID) ([]string, error) {
+	rows, err := s.DB.QueryContext(ctx, s.DB.Rebind(`SELECT DISTINCT install_key FROM slack_installations WHERE tenant_id = ? ORDER BY install_key`), tenant)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var channels []string
+	var keys []string
 	for rows.Next() {
-		var c string
-		if err := rows.Scan(&c); err != nil {
+		var k string
+		if err := rows.Scan(&k); err != nil {
 			return nil, err
 		}
-		channels = append(channels, c)
+		keys = append(keys, k)
 	}
-	return channels, rows.Err()
+	return keys, rows.Err()
 }

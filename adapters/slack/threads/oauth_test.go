@@ -1,4 +1,4 @@
-package slackproj_test
+package threads_test
 
 import (
 	"encoding/base64"
@@ -10,20 +10,20 @@ import (
 	"testing"
 	"time"
 
-	"github.com/casebook/casebook/adapters/slack/slackproj"
+	"github.com/casebook/casebook/adapters/slack/slackinstall"
 	"github.com/casebook/casebook/domain"
 )
 
 const redirect = "https://casebook.example/slack/oauth/callback"
 
-func newOAuth(t *testing.T, b *bundle) *slackproj.OAuth {
+func newOAuth(t *testing.T, b *bundle) *slackinstall.OAuth {
 	t.Helper()
 	secret, err := b.app.Tenancy.Secret(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
 	b.fake.SetOAuthApp("cid", "csecret")
-	o, err := slackproj.NewOAuth(t.Context(), b.app.Slack, secret, slackproj.OAuthConfig{ClientID: "cid", ClientSecret: "csecret",
+	o, err := slackinstall.NewOAuth(t.Context(), b.app.Slack, secret, slackinstall.OAuthConfig{ClientID: "cid", ClientSecret: "csecret",
 		SigningSecret: "app-signing", RedirectURL: redirect, APIURL: b.fake.URL(), AuthorizeURL: "https://slack.invalid/oauth/v2/authorize"})
 	if err != nil {
 		t.Fatal(err)
@@ -74,10 +74,10 @@ func oauthFlow(t *testing.T, b *bundle) {
 	state := stateOf(t, start)
 	payload, mac, _ := strings.Cut(state, ".")
 	swapped := swapTenant(t, payload, string(other.ID)) + "." + mac
-	if _, err := o.Callback(ctx, b.fake.IssueOAuthCode(redirect), swapped); !errors.Is(err, slackproj.ErrOAuthState) {
+	if _, err := o.Callback(ctx, b.fake.IssueOAuthCode(redirect), swapped); !errors.Is(err, slackinstall.ErrOAuthState) {
 		t.Fatalf("state moved to another tenant: %v", err)
 	}
-	if _, err := o.Callback(ctx, b.fake.IssueOAuthCode(redirect), state+"x"); !errors.Is(err, slackproj.ErrOAuthState) {
+	if _, err := o.Callback(ctx, b.fake.IssueOAuthCode(redirect), state+"x"); !errors.Is(err, slackinstall.ErrOAuthState) {
 		t.Fatalf("tampered MAC: %v", err)
 	}
 
@@ -92,7 +92,7 @@ func oauthFlow(t *testing.T, b *bundle) {
 		t.Fatalf("signing secret = %q, %v", sec, err)
 	}
 	// Replayed.
-	if _, err := o.Callback(ctx, b.fake.IssueOAuthCode(redirect), state); !errors.Is(err, slackproj.ErrOAuthState) {
+	if _, err := o.Callback(ctx, b.fake.IssueOAuthCode(redirect), state); !errors.Is(err, slackinstall.ErrOAuthState) {
 		t.Fatalf("replayed state: %v", err)
 	}
 	// Expired.
@@ -101,7 +101,7 @@ func oauthFlow(t *testing.T, b *bundle) {
 		t.Fatal(err)
 	}
 	b.clock.Advance(11 * time.Minute)
-	if _, err := o.Callback(ctx, b.fake.IssueOAuthCode(redirect), stateOf(t, late)); !errors.Is(err, slackproj.ErrOAuthState) {
+	if _, err := o.Callback(ctx, b.fake.IssueOAuthCode(redirect), stateOf(t, late)); !errors.Is(err, slackinstall.ErrOAuthState) {
 		t.Fatalf("expired state: %v", err)
 	}
 	// A code for another redirect URI, or a made-up code, does not install.
@@ -112,11 +112,11 @@ func oauthFlow(t *testing.T, b *bundle) {
 	if _, err := o.Callback(ctx, "T0FAKETEAM1.code9999", stateOf(t, fresh)); err == nil {
 		t.Fatal("a made-up code installed")
 	}
-	evs, err := b.app.Store.ReadStream(ctx, slackproj.InstallationStream(b.tenant), 0, 0)
+	evs, err := b.app.Store.ReadStream(ctx, slackinstall.InstallationStream(b.tenant), 0, 0)
 	if err != nil || len(evs) != 1 || evs[0].Type != "SlackInstalled" {
 		t.Fatalf("installation stream = %d events (%v), want one SlackInstalled", len(evs), err)
 	}
-	if evs, _ := b.app.Store.ReadStream(ctx, slackproj.InstallationStream(other.ID), 0, 0); len(evs) != 0 {
+	if evs, _ := b.app.Store.ReadStream(ctx, slackinstall.InstallationStream(other.ID), 0, 0); len(evs) != 0 {
 		t.Fatalf("the other tenant got %d installation events", len(evs))
 	}
 }
@@ -146,8 +146,8 @@ func TestOAuthRoutes(t *testing.T) {
 	b := setup(t, backends[0].Config(t), "")
 	newOAuth(t, b)
 	o := b.app.SlackOAuth
-	o.Config = slackproj.OAuthConfig{ClientID: "cid", ClientSecret: "csecret", SigningSecret: "app-signing", RedirectURL: redirect,
-		APIURL: b.fake.URL(), AuthorizeURL: "https://slack.invalid/oauth/v2/authorize", Scopes: slackproj.DefaultScopes, StateTTL: time.Minute}
+	o.Config = slackinstall.OAuthConfig{ClientID: "cid", ClientSecret: "csecret", SigningSecret: "app-signing", RedirectURL: redirect,
+		APIURL: b.fake.URL(), AuthorizeURL: "https://slack.invalid/oauth/v2/authorize", Scopes: slackinstall.DefaultScopes, StateTTL: time.Minute}
 	_, _, adminToken, err := b.app.Tenancy.CreateTenant(t.Context(), "other")
 	if err != nil {
 		t.Fatal(err)
@@ -187,11 +187,11 @@ func TestOAuthRoutes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	evs, err := b.app.Store.ReadStream(t.Context(), slackproj.InstallationStream(other.ID), 0, 0)
+	evs, err := b.app.Store.ReadStream(t.Context(), slackinstall.InstallationStream(other.ID), 0, 0)
 	if err != nil || len(evs) != 1 {
 		t.Fatalf("the starting tenant has %d installation events (%v), want 1", len(evs), err)
 	}
-	if evs, _ := b.app.Store.ReadStream(t.Context(), slackproj.InstallationStream(b.tenant), 0, 0); len(evs) != 0 {
+	if evs, _ := b.app.Store.ReadStream(t.Context(), slackinstall.InstallationStream(b.tenant), 0, 0); len(evs) != 0 {
 		t.Fatalf("another tenant was installed: %d events", len(evs))
 	}
 	if status, _ := call(t, srv, "GET", "/slack/oauth/callback?error=access_denied&state="+url.QueryEscape(state), "", ""); status != http.StatusBadRequest {

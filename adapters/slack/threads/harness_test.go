@@ -1,15 +1,15 @@
-package slackproj_test
+package threads_test
 
 import (
 	"context"
 	"testing"
 	"time"
 
-	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/rivertype"
 
 	"github.com/casebook/casebook/adapters/slack/fakeslack"
-	"github.com/casebook/casebook/adapters/slack/slackproj"
+	"github.com/casebook/casebook/adapters/slack/slackinstall"
+	"github.com/casebook/casebook/adapters/slack/threads"
 	"github.com/casebook/casebook/domain"
 	"github.com/casebook/casebook/internal/app"
 	"github.com/casebook/casebook/internal/apptest"
@@ -67,11 +67,11 @@ func setup(t *testing.T, cfg app.Config, clearance string) *bundle {
 
 func (b *bundle) install(t *testing.T, clearance string) {
 	t.Helper()
-	if _, err := b.app.Slack.Install(t.Context(), slackproj.InstallRequest{Tenant: b.tenant, Token: b.fake.Token(),
+	if _, err := b.app.Slack.Install(t.Context(), slackinstall.InstallRequest{Tenant: b.tenant, Token: b.fake.Token(),
 		SigningSecret: "sig-secret", AppID: "A0FAKEAPP01", APIURL: b.fake.URL()}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.app.Slack.SetDestination(t.Context(), slackproj.DestinationRequest{Tenant: b.tenant, Channel: channel, Clearance: clearance}); err != nil {
+	if _, err := b.app.Slack.SetDestination(t.Context(), slackinstall.DestinationRequest{Tenant: b.tenant, Channel: channel, Clearance: clearance}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -92,7 +92,7 @@ func (b *bundle) project(t *testing.T) { t.Helper(); apptest.CatchUp(t, b.app) }
 // jobs lists the tenant's Slack jobs in insertion order.
 func (b *bundle) jobs(t *testing.T) []*rivertype.JobRow {
 	t.Helper()
-	return apptest.Jobs(t, b.app.Jobs, slackproj.SyncArgs{}.Kind())
+	return apptest.Jobs(t, b.app.Effects.Client(), threads.SyncArgs{}.Kind())
 }
 
 // work runs the worker directly on every job not worked yet and returns their results.
@@ -111,11 +111,7 @@ func (b *bundle) work(t *testing.T) []error {
 
 func (b *bundle) workJob(ctx context.Context, t *testing.T, j *rivertype.JobRow) error {
 	t.Helper()
-	var args slackproj.SyncArgs
-	if err := decodeArgs(j.EncodedArgs, &args); err != nil {
-		t.Fatal(err)
-	}
-	return b.app.SlackWorker.Work(ctx, &river.Job[slackproj.SyncArgs]{JobRow: j, Args: args})
+	return b.app.Effects.WorkJob(ctx, j)
 }
 
 // roots returns the top-level messages in the channel (newest first is the fake's order).

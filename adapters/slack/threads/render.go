@@ -1,4 +1,4 @@
-package slackproj
+package threads
 
 import (
 	"fmt"
@@ -7,20 +7,19 @@ import (
 
 	"github.com/slack-go/slack"
 
+	"github.com/casebook/casebook/adapters/slack/slackinstall"
 	"github.com/casebook/casebook/domain"
 )
 
-// Action ids of the root message's elements, handled by adapters/slack/callbacks. A button's value
-// is the receipt, an opaque reference the callback never uses to find the inquiry (it uses the
-// stored thread mapping); the status select's option values are status names.
+// The root message's action ids (slackinstall.Action*) are handled by package callbacks.
 const (
-	ActionClaim    = "casebook_claim"
-	ActionResolve  = "casebook_resolve"
-	ActionAssignMe = "casebook_assign_me"
-	ActionStatus   = "casebook_status" // select: the selected option's value is the next status
-	ActionAssign   = "casebook_assign" // opens the assign modal
-	ActionNote     = "casebook_note"   // opens the note modal
-	ActionCancel   = "casebook_cancel" // opens the cancel modal
+	ActionClaim    = slackinstall.ActionClaim
+	ActionResolve  = slackinstall.ActionResolve
+	ActionAssignMe = slackinstall.ActionAssignMe
+	ActionStatus   = slackinstall.ActionStatus
+	ActionAssign   = slackinstall.ActionAssign
+	ActionNote     = slackinstall.ActionNote
+	ActionCancel   = slackinstall.ActionCancel
 )
 
 // maxTextRunes bounds a free-text field in a section (Slack allows 3000 characters).

@@ -1,11 +1,12 @@
-package slackproj_test
+package threads_test
 
 import (
 	"encoding/json"
 	"strings"
 	"testing"
 
-	"github.com/casebook/casebook/adapters/slack/slackproj"
+	"github.com/casebook/casebook/adapters/slack/slackinstall"
+	"github.com/casebook/casebook/adapters/slack/threads"
 	"github.com/casebook/casebook/domain"
 )
 
@@ -36,9 +37,9 @@ func TestRedactionByClearance(t *testing.T) {
 		t.Run(tt.clearance.String(), func(t *testing.T) {
 			t.Parallel()
 			q := sampleInquiry()
-			for name, r := range map[string]slackproj.Rendered{
-				"root":  slackproj.RenderRoot(q, tt.clearance, "https://cb.example/r/"+q.Receipt),
-				"reply": slackproj.RenderReply(q, tt.clearance),
+			for name, r := range map[string]threads.Rendered{
+				"root":  threads.RenderRoot(q, tt.clearance, "https://cb.example/r/"+q.Receipt),
+				"reply": threads.RenderReply(q, tt.clearance),
 			} {
 				b, err := json.Marshal(r.Blocks)
 				if err != nil {
@@ -67,7 +68,7 @@ func TestRedactionByClearance(t *testing.T) {
 // button value.
 func rootActions(t *testing.T, q *domain.Inquiry, clearance domain.Classification) (ids, values []string) {
 	t.Helper()
-	b, err := json.Marshal(slackproj.RenderRoot(q, clearance, "").Blocks)
+	b, err := json.Marshal(threads.RenderRoot(q, clearance, "").Blocks)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,9 +113,9 @@ func rootActions(t *testing.T, q *domain.Inquiry, clearance domain.Classificatio
 func TestRootActionsFitTheState(t *testing.T) {
 	t.Parallel()
 	const (
-		claim, me, resolve, note, assign, cancel = slackproj.ActionClaim, slackproj.ActionAssignMe, slackproj.ActionResolve,
-			slackproj.ActionNote, slackproj.ActionAssign, slackproj.ActionCancel
-		status = slackproj.ActionStatus + "="
+		claim, me, resolve, note, assign, cancel = threads.ActionClaim, threads.ActionAssignMe, threads.ActionResolve,
+			threads.ActionNote, threads.ActionAssign, threads.ActionCancel
+		status = threads.ActionStatus + "="
 	)
 	tests := []struct {
 		status    domain.Status
@@ -152,7 +153,7 @@ func TestRootActionsFitTheState(t *testing.T) {
 
 func TestSealerBindsKeyAndField(t *testing.T) {
 	t.Parallel()
-	s, err := slackproj.NewSealer([]byte("0123456789abcdef0123456789abcdef"))
+	s, err := slackinstall.NewSealer([]byte("0123456789abcdef0123456789abcdef"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -166,7 +167,7 @@ func TestSealerBindsKeyAndField(t *testing.T) {
 	if _, err := s.Open(sealed, "inst2/token"); err == nil {
 		t.Fatal("opened under another installation's aad")
 	}
-	other, _ := slackproj.NewSealer([]byte("another-instance-secret-32-bytes"))
+	other, _ := slackinstall.NewSealer([]byte("another-instance-secret-32-bytes"))
 	if _, err := other.Open(sealed, "inst1/token"); err == nil {
 		t.Fatal("opened under another instance secret")
 	}

@@ -1,0 +1,208 @@
+package threads
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+
+	"github.com/slack-go/slack"
+
+	"github.com/casebook/casebook/adapters/slack/slackeffects"
+	"github.com/casebook/casebook/adapters/slack/slackinstall"
+	"github.com/casebook/casebook/domain"
+)
+
+// MetadataEventType marks Casebook's messages; the payload's "key" is an opaque reference to the
+// effect key (Sealer.Ref), which finds a message whose post had an unknown result.
+const MetadataEventType = "casebook_effect"
+
+// SyncArgs asks for an inquiry's thread to show at least Version. Unique per tenant + inquiry +
+// kind + version; the worker applies the newest canonical version it finds, so older jobs coalesce.
+type SyncArgs struct {
+	Tenant  domain.TenantID  `json:"tenant_id"`
+	Inquiry domain.InquiryID `json:"inquiry_id"`
+	Version uint64           `json:"version"`
+}
+
+// Kind implements river.JobArgs: the thread effect kind and its queue.
+func (SyncArgs) Kind() string { return "slack_thread_sync" }
+
+// EffectRef implements slackeffects.Args.
+func (a SyncArgs) EffectRef() slackeffects.Ref {
+	return slackeffects.Ref{Tenant: a.Tenant, Inquiry: a.Inquiry, Version: a.Version}
+}
+
+// Worker is the thread effect kind. It re-reads canonical state and applies the newest version, so
+// a job that finds its version (or a newer one) already shown does nothing. chat.postMessage is
+// never retried blindly: an attempt is claimed in the ledger before the post, and a job finding an
+// earlier attempt first looks for the effect key in the channel's message metadata and adopts what
+// it finds.
+type Worker struct {
+	Effects *slackeffects.Runtime
+	Load    slackeffects.Loader
+	// LinkBase is the operator UI's base URL for the authenticated link ("" omits the link).
+	LinkBase string
+	// HistoryLimit is how many recent top-level messages reconciliation reads (default 200).
+	HistoryLimit int
+
+	afterPost func() error // test hook: a crash between the post and its record
+}
+
+var _ slackeffects.Kind[SyncArgs] = (*Worker)(nil)
+
+// Register adds the thread kind to the runtime.
+func Register(rt *slackeffects.Runtime, w *Worker) error {
+	w.Effects = rt
+	return slackeffects.Register[SyncArgs](rt, w)
+}
+
+func (w *Worker) install() *slackinstall.Store { return w.Effects.Install }
+
+// Plan implements slackeffects.Kind.
+func (w *Worker) Plan(ctx context.Context, a SyncArgs) (*slackeffects.Plan, error) {
+	q, err := w.Load(ctx, a.Tenant, a.Inquiry)
+	if err != nil {
+		return nil, err
+	}
+	if !q.Exists() {
+		return nil, slackeffects.Cancel(fmt.Errorf("inquiry %s: %w", a.Inquiry, domain.ErrNotFound))
+	}
+	dest, err := w.install().DestinationFor(ctx, a.Tenant, q.Team)
+	if errors.Is(err, domain.ErrNotFound) {
+		return nil, nil // Slack disabled for this tenant: zero I/O
+	}
+	if err != nil {
+		return nil, err
+	}
+	th, err := readThread(ctx, w.Effects.Events, a.Tenant, a.Inquiry)
+	if err != nil {
+		return nil, err
+	}
+	mapped := th.TS != "" && th.Channel == dest.Channel && th.Installation == dest.Installation.Key
+	if mapped && th.Observed >= q.Version {
+		return nil, nil // coalesced: a newer job already applied this version or a later one
+	}
+	return &slackeffects.Plan{
+		Target:       slackeffects.Target{Tenant: a.Tenant, Installation: dest.Installation.Key, Destination: dest.Channel, Inquiry: a.Inquiry},
+		Installation: dest.Installation,
+		Do: func(ctx context.Context, api *slack.Client) error {
+			if mapped {
+				return w.sync(ctx, api, dest, q, th)
+			}
+			return w.postRoot(ctx, api, dest, q, th, "")
+		},
+	}, nil
+}
+
+func (w *Worker) link(q *domain.Inquiry) string {
+	if w.LinkBase == "" {
+		return ""
+	}
+	return w.LinkBase + "/inquiries/r/" + url.PathEscape(q.Receipt)
+}
+
+// metadata marks a message with the effect key's opaque reference.
+func (w *Worker) metadata(key string) slack.MsgOption {
+	return slack.MsgOptionMetadata(slack.SlackMetadata{EventType: MetadataEventType, EventPayload: map[string]any{"key": w.install().Sealer.Ref(key)}})
+}
+
+// post sends a message claimed under key; a failure that proves nothing was posted releases the
+// claim, any other keeps it so the next attempt reconciles.
+func (w *Worker) post(ctx context.Context, api *slack.Client, channel, key string, opts ...slack.MsgOption) (string, error) {
+	_, ts, err := api.PostMessageContext(ctx, channel, append(opts, w.metadata(key))...)
+	if err != nil && slackeffects.CertainlyNotApplied(err) {
+		_ = w.Effects.Ledger.Release(ctx, key)
+	}
+	return ts, err
+}
+
+// postRoot posts (or adopts) the root message in dest and records it before anything else.
+// after names a root that vanished, so its replacement gets its own effect key.
+func (w *Worker) postRoot(ctx context.Context, api *slack.Client, dest slackinstall.Destination, q *domain.Inquiry, th threadState, after string) error {
+	key := fmt.Sprintf("root/%s/%s/%s/%s/%s", q.TenantID, q.ID, dest.Installation.Key, dest.Channel, after)
+	fresh, reconcile, err := w.Effects.Ledger.Claim(ctx, key, w.Effects.Timing.AttemptStale)
+	if err != nil {
+		return err
+	}
+	if !fresh && !reconcile {
+		return slackeffects.Snooze(w.Effects.Timing.InFlightRecheck) // another job's post is in flight
+	}
+	ts, adopted := "", false
+	if reconcile {
+		if ts, err = w.findByKey(ctx, api, dest.Channel, key); err != nil {
+			return err
+		}
+		adopted = ts != ""
+	}
+	if ts == "" {
+		r := RenderRoot(q, dest.Clearance, w.link(q))
+		if ts, err = w.post(ctx, api, dest.Channel, key, slack.MsgOptionText(r.Text, false), slack.MsgOptionBlocks(r.Blocks...)); err != nil {
+			return err
+		}
+	}
+	if w.afterPost != nil {
+		if err := w.afterPost(); err != nil {
+			return err
+		}
+	}
+	_, err = w.Effects.Record(ctx, Stream(q.TenantID, q.ID), th.Revision, q.TenantID, "slack:"+key, "SlackThreadPosted",
+		SlackThreadPosted{Installation: dest.Installation.Key, Channel: dest.Channel, TS: ts, Version: q.Version, Adopted: adopted})
+	return err
+}
+
+// sync brings an existing thread to q.Version: update the root (idempotent), then one reply. A
+// reply whose post had an unknown result is not re-sent (at most once): replies are not listed by
+// conversations.history, so it cannot be reconciled the way a root is.
+func (w *Worker) sync(ctx context.Context, api *slack.Client, dest slackinstall.Destination, q *domain.Inquiry, th threadState) error {
+	r := RenderRoot(q, dest.Clearance, w.link(q))
+	_, _, _, err := api.UpdateMessageContext(ctx, dest.Channel, th.TS, slack.MsgOptionText(r.Text, false), slack.MsgOptionBlocks(r.Blocks...))
+	if slackeffects.Classify(err).Class == slackeffects.ClassGone {
+		return w.postRoot(ctx, api, dest, q, th, th.TS) // the root was deleted: a new mapping
+	}
+	if err != nil {
+		return err
+	}
+	key := fmt.Sprintf("reply/%s/%s/%s/%d", q.TenantID, q.ID, th.TS, q.Version)
+	fresh, _, err := w.Effects.Ledger.Claim(ctx, key, w.Effects.Timing.AttemptStale)
+	if err != nil {
+		return err
+	}
+	if fresh {
+		rep := RenderReply(q, dest.Clearance)
+		if _, err := w.post(ctx, api, dest.Channel, key, slack.MsgOptionText(rep.Text, false), slack.MsgOptionBlocks(rep.Blocks...), slack.MsgOptionTS(th.TS)); err != nil {
+			return err
+		}
+	}
+	_, err = w.Effects.Record(ctx, Stream(q.TenantID, q.ID), th.Revision, q.TenantID, "slack:"+key, "SlackThreadSynced", SlackThreadSynced{Version: q.Version})
+	return err
+}
+
+// findByKey looks for a message carrying the effect key in the channel's recent history.
+func (w *Worker) findByKey(ctx context.Context, api *slack.Client, channel, key string) (string, error) {
+	limit := w.HistoryLimit
+	if limit == 0 {
+		limit = 200
+	}
+	ref := w.install().Sealer.Ref(key)
+	cursor, seen := "", 0
+	for seen < limit {
+		res, err := api.GetConversationHistoryContext(ctx, &slack.GetConversationHistoryParameters{
+			ChannelID: channel, Cursor: cursor, Limit: min(100, limit-seen), IncludeAllMetadata: true,
+		})
+		if err != nil {
+			return "", err
+		}
+		for _, m := range res.Messages {
+			if m.Metadata.EventType == MetadataEventType && m.Metadata.EventPayload["key"] == ref {
+				return m.Timestamp, nil
+			}
+		}
+		seen += len(res.Messages)
+		cursor = res.ResponseMetaData.NextCursor
+		if !res.HasMore || cursor == "" || len(res.Messages) == 0 {
+			break
+		}
+	}
+	return "", nil
+}
