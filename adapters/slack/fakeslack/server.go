@@ -4,13 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
-	"net/http/httptest"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
-	"testing"
 	"time"
 )
 
@@ -90,7 +89,8 @@ type Server struct {
 
 	done      chan struct{}
 	closeOnce sync.Once
-	ts        *httptest.Server
+	srv       *http.Server
+	served    chan struct{} // closed when srv has stopped
 }
 
 // New returns a fake with no lists and the configured channels.
@@ -141,16 +141,31 @@ func New(opts Options) *Server {
 	return s
 }
 
-// NewTestServer starts the fake on an httptest server closed at the end of
-// the test. Without a Clock it uses a ManualClock (see Clock).
-func NewTestServer(t testing.TB, opts Options) *Server {
+// TB is the part of testing.TB that NewTestServer uses. The package imports neither testing nor
+// net/http/httptest, so the fake ships in the production binary (casebook dev fake-slack) without
+// linking test helpers.
+type TB interface {
+	Helper()
+	Cleanup(func())
+	Fatalf(format string, args ...any)
+}
+
+// NewTestServer starts the fake on a loopback port, closed at the end of the
+// test. Without a Clock it uses a ManualClock (see Clock).
+func NewTestServer(t TB, opts Options) *Server {
 	t.Helper()
 	if opts.Clock == nil {
 		opts.Clock = NewManualClock(time.Unix(1700000000, 0).UTC())
 	}
 	s := New(opts)
-	s.ts = httptest.NewServer(s)
-	s.opts.BaseURL = s.ts.URL + "/api/"
+	ln, err := (&net.ListenConfig{}).Listen(context.Background(), "tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("fakeslack: listen: %v", err)
+	}
+	s.srv = &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
+	s.served = make(chan struct{})
+	go func() { _ = s.srv.Serve(ln); close(s.served) }()
+	s.opts.BaseURL = "http://" + ln.Addr().String() + "/api/"
 	t.Cleanup(s.Close)
 	return s
 }
@@ -175,8 +190,9 @@ func (s *Server) Clock() Clock { return s.clock }
 // test server, shuts the listener down. It is safe to call twice.
 func (s *Server) Close() {
 	s.closeOnce.Do(func() { close(s.done) })
-	if s.ts != nil {
-		s.ts.Close()
+	if s.srv != nil {
+		_ = s.srv.Close()
+		<-s.served
 	}
 }
 
