@@ -13,8 +13,13 @@ FUZZ     := ./adapters/httpapi:FuzzIntakeDecode ./commands:FuzzNormalize \
 help: ## list targets
 	@awk 'BEGIN{FS=":.*## "} /^[a-zA-Z_-]+:.*## /{printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
-build: ## build bin/casebook
-	$(GO) build -o $(BIN) ./cmd/casebook
+# casebook version and /healthz report these.
+VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+COMMIT   ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+LDFLAGS  := -X github.com/casebook/casebook/internal/buildinfo.Version=$(VERSION) -X github.com/casebook/casebook/internal/buildinfo.Commit=$(COMMIT)
+
+build: ## build bin/casebook (version and commit stamped)
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/casebook
 
 run: build ## run casebook serve on the embedded SQLite default (./casebook-data)
 	./$(BIN) serve

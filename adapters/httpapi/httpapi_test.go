@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"regexp"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -404,8 +405,9 @@ func TestOpenAPICoversRoutes(t *testing.T) {
 func TestHealth(t *testing.T) {
 	t.Parallel()
 	tb := setup(t)
-	if r := tb.do(t, "GET", "/healthz", "", nil, ""); r.status != 200 {
-		t.Fatalf("healthz = %d", r.status)
+	if r := tb.do(t, "GET", "/healthz", "", nil, ""); r.status != 200 || r.body["status"] != "ok" || r.body["version"] == nil ||
+		r.body["commit"] == nil || r.body["go"] != runtime.Version() {
+		t.Fatalf("healthz = %d %s", r.status, r.raw)
 	}
 	// Readiness follows the subscribers: wait for every one to catch up, then expect 200.
 	apptest.WaitReady(t, tb.app)

@@ -27,6 +27,7 @@ import (
 	"github.com/casebook/casebook/commands"
 	"github.com/casebook/casebook/domain"
 	"github.com/casebook/casebook/eventstore"
+	"github.com/casebook/casebook/internal/buildinfo"
 	"github.com/casebook/casebook/queries"
 	"github.com/casebook/casebook/tenancy"
 )
@@ -256,8 +257,12 @@ func principal(r *http.Request) domain.Principal {
 	return p
 }
 
+// healthz answers that the process is up, with its build (version, commit, Go version).
 func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	writeJSON(w, http.StatusOK, struct {
+		Status string `json:"status"`
+		buildinfo.Info
+	}{"ok", buildinfo.Read()})
 }
 
 func (s *Server) readyz(w http.ResponseWriter, _ *http.Request) {

@@ -59,7 +59,7 @@ func bench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	cpuProfile := fs.String("cpuprofile", "", "also write the first Casebook round's CPU profile to this file (go tool pprof)")
 	keep := fs.Bool("keep", false, "allow a database that already holds events, and keep what the bench writes")
 	fs.Lookup("data-dir").DefValue = "(a temporary directory)"
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	explicitDir := false

@@ -24,7 +24,7 @@ func listsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return errors.New(listsUsage)
 	}
 	fs, sf := newFlags("lists "+args[0], stderr)
-	tenant := fs.String("tenant", "", "tenant slug")
+	tenant := fs.String("tenant", "", required+"tenant slug")
 	list := fs.String("list", "", "List id (F…)")
 	var run func(a *app.App, t domain.TenantID) (any, error)
 	switch args[0] {
@@ -49,7 +49,7 @@ func listsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	default:
 		return errors.New(listsUsage)
 	}
-	if err := fs.Parse(args[1:]); err != nil {
+	if err := parseFlags(fs, args[1:]); err != nil {
 		return err
 	}
 	return withTenant(ctx, sf, stderr, *tenant, func(a *app.App, t domain.TenantID) error {

@@ -32,13 +32,19 @@ func main() { os.Exit(mainCode()) }
 func mainCode() int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
-		if !errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintln(os.Stderr, "casebook:", err)
-		}
+	return exitCode(run(ctx, os.Args[1:], os.Stdout, os.Stderr), os.Stderr)
+}
+
+// exitCode is 0 on success and for -h/--help, 2 otherwise, with the error on stderr.
+func exitCode(err error, stderr io.Writer) int {
+	switch {
+	case err == nil, errors.Is(err, flag.ErrHelp):
+		return 0
+	case errors.Is(err, errUsage):
 		return 2
 	}
-	return 0
+	fmt.Fprintln(stderr, "casebook:", err)
+	return 2
 }
 
 const usage = `usage: casebook <command> [flags]
@@ -67,16 +73,22 @@ commands:
   lists activate|deactivate|check|circuit-close|status
                                              Slack List projections (disabled until activated)
   dev fake-slack [--addr A]                  serve the fake Slack Web API for local demos
+  version                                    print the version, commit and Go version
 
-Run 'casebook <command> -h' for the flags of a command.
+Run 'casebook <command> -h' for the flags of a command. Commands print their result on stdout
+and log nothing on success unless -v is given; serve logs JSON lines on stderr.
 `
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
-		return flag.ErrHelp
+		return errUsage
 	}
-	switch cmd, rest := args[0], args[1:]; cmd {
+	cmd, rest := args[0], args[1:]
+	if len(rest) > 0 && isHelp(rest[0]) && !leafCommands[cmd] && groupHelp(stdout, cmd) {
+		return nil // casebook <group> -h
+	}
+	switch cmd {
 	case "serve":
 		return serve(ctx, rest, stderr)
 	case "migrate":
@@ -101,12 +113,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return listsCmd(ctx, rest, stdout, stderr)
 	case "dev":
 		return devCmd(ctx, rest, stdout, stderr)
-	case "help", "-h", "--help":
+	case "version", "--version":
+		return version(rest, stdout, stderr)
+	case "help", "-h", "-help", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil
 	default:
-		fmt.Fprint(stderr, usage)
-		return fmt.Errorf("unknown command %q", cmd)
+		fmt.Fprintf(stderr, "casebook: unknown command %q\n%s", cmd, usage)
+		return errUsage
 	}
 }
 
@@ -116,6 +130,7 @@ type storageFlags struct {
 	databaseURL   string
 	eventStoreURL string
 	leaseTTL      time.Duration
+	verbose       bool
 	public        httpapi.PublicConfig // serve only
 }
 
@@ -126,18 +141,26 @@ func envOr(name, def string) string {
 	return def
 }
 
+// newFlags is a subcommand's flag set with the storage flags; --lease-ttl only for the commands
+// that run subscribers, -v for every command but serve (which always logs).
 func newFlags(name string, stderr io.Writer) (*flag.FlagSet, *storageFlags) {
 	fs := flag.NewFlagSet("casebook "+name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	sf := &storageFlags{}
+	sf := &storageFlags{leaseTTL: 15 * time.Second}
 	fs.StringVar(&sf.dataDir, "data-dir", envOr("CASEBOOK_DATA_DIR", "./casebook-data"), "directory of the embedded SQLite storage (CASEBOOK_DATA_DIR)")
 	fs.StringVar(&sf.databaseURL, "database-url", envOr("CASEBOOK_DATABASE_URL", ""), "Postgres URL: events, query model, checkpoints and keys (CASEBOOK_DATABASE_URL)")
 	fs.StringVar(&sf.eventStoreURL, "eventstore-url", envOr("CASEBOOK_EVENTSTORE_URL", ""), "KurrentDB/EventStoreDB URL (esdb://…) for events; needs --database-url (CASEBOOK_EVENTSTORE_URL)")
-	ttl, err := time.ParseDuration(envOr("CASEBOOK_LEASE_TTL", "15s"))
-	if err != nil {
-		ttl = 15 * time.Second
+	switch name {
+	case "serve", "replay", "bench":
+		ttl, err := time.ParseDuration(envOr("CASEBOOK_LEASE_TTL", "15s"))
+		if err != nil {
+			ttl = 15 * time.Second
+		}
+		fs.DurationVar(&sf.leaseTTL, "lease-ttl", ttl, "how long a dead replica keeps its subscribers, Postgres modes (CASEBOOK_LEASE_TTL)")
 	}
-	fs.DurationVar(&sf.leaseTTL, "lease-ttl", ttl, "how long a dead replica keeps its subscribers, Postgres modes (CASEBOOK_LEASE_TTL)")
+	if name != "serve" {
+		fs.BoolVar(&sf.verbose, "v", false, "log what the command does (JSON lines on stderr)")
+	}
 	return fs, sf
 }
 
@@ -145,7 +168,11 @@ func logger(w io.Writer) *slog.Logger {
 	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: slog.LevelInfo}))
 }
 
+// open opens the storage; without -v the command logs nothing.
 func (sf *storageFlags) open(ctx context.Context, log *slog.Logger) (*app.App, error) {
+	if !sf.verbose {
+		log = slog.New(slog.DiscardHandler)
+	}
 	return app.Open(ctx, sf.config(log))
 }
 
@@ -164,7 +191,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 		"rebuild in the background every projection built by another code version (CASEBOOK_REBUILD_STALE=true)")
 	public := publicFlags(fs)
 	oauth := slackOAuthFlags(fs)
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	var err error
@@ -191,7 +218,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 
 func migrate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs, sf := newFlags("migrate", stderr)
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	a, err := sf.open(ctx, logger(stderr))
@@ -213,10 +240,10 @@ func tenants(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return errors.New("usage: casebook tenants create --slug S [--name N] [--ttl D] | set-origins --slug S [--origin O]… | set-form --slug S [--name N] [--category slug=Label]…")
 	}
 	fs, sf := newFlags("tenants create", stderr)
-	slug := fs.String("slug", "", "tenant slug (a-z, 0-9, -)")
+	slug := fs.String("slug", "", required+"tenant slug (a-z, 0-9, -)")
 	name := fs.String("name", "", "display name shown on the public form (default: the slug)")
 	ttl := ttlFlag(fs)
-	if err := fs.Parse(args[1:]); err != nil {
+	if err := parseFlags(fs, args[1:]); err != nil {
 		return err
 	}
 	a, err := sf.open(ctx, logger(stderr))
@@ -249,12 +276,12 @@ func principals(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return errors.New("usage: casebook principals create --tenant S --name N --role R [--team T]")
 	}
 	fs, sf := newFlags("principals create", stderr)
-	tenant := fs.String("tenant", "", "tenant slug")
-	name := fs.String("name", "", "display name")
+	tenant := fs.String("tenant", "", required+"tenant slug")
+	name := fs.String("name", "", required+"display name")
 	role := fs.String("role", "operator", "admin, operator or viewer")
 	team := fs.String("team", "", "team (operators assign within their team)")
 	ttl := ttlFlag(fs)
-	if err := fs.Parse(args[1:]); err != nil {
+	if err := parseFlags(fs, args[1:]); err != nil {
 		return err
 	}
 	a, err := sf.open(ctx, logger(stderr))

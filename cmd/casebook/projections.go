@@ -22,7 +22,7 @@ func projectionsCmd(ctx context.Context, args []string, stdout, stderr io.Writer
 	fs, sf := newFlags("projections "+args[0], stderr)
 	name := fs.String("projection", "querymodel", "projection name")
 	stream := fs.String("stream", "", "parked stream (retry, skip)")
-	if err := fs.Parse(args[1:]); err != nil {
+	if err := parseFlags(fs, args[1:]); err != nil {
 		return err
 	}
 	a, err := sf.open(ctx, logger(stderr))
@@ -66,10 +66,10 @@ func projectionsCmd(ctx context.Context, args []string, stdout, stderr io.Writer
 // replay rebuilds a projection into a new generation and switches to it.
 func replay(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs, sf := newFlags("replay", stderr)
-	name := fs.String("projection", "", "projection to rebuild (see casebook projections list)")
+	name := fs.String("projection", "", required+"projection to rebuild (see casebook projections list)")
 	keepOld := fs.Bool("keep-old", false, "keep the previous generation's tables after the switch")
 	dryRun := fs.Bool("dry-run", false, "build a throwaway generation, switch nothing, print the effects that would be emitted")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if *name == "" {

@@ -34,14 +34,14 @@ func slackCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return slackLinkUser(ctx, args[1:], stdout, stderr)
 	}
 	fs, sf := newFlags("slack "+args[0], stderr)
-	tenant := fs.String("tenant", "", "tenant slug")
+	tenant := fs.String("tenant", "", required+"tenant slug")
 	switch args[0] {
 	case "install":
-		token := fs.String("token", "", "bot token (xoxb-…)")
-		signing := fs.String("signing-secret", "", "the app's signing secret")
+		token := fs.String("token", "", required+"bot token (xoxb-…)")
+		signing := fs.String("signing-secret", "", required+"the app's signing secret")
 		appID := fs.String("app-id", "", "Slack app id (part of the installation's identity)")
 		apiURL := fs.String("slack-api-url", envOr("CASEBOOK_SLACK_API_URL", slackinstall.DefaultAPIURL), "Slack Web API base URL (CASEBOOK_SLACK_API_URL)")
-		if err := fs.Parse(args[1:]); err != nil {
+		if err := parseFlags(fs, args[1:]); err != nil {
 			return err
 		}
 		return withTenant(ctx, sf, stderr, *tenant, func(a *app.App, t domain.TenantID) error {
@@ -52,10 +52,10 @@ func slackCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return printJSON(stdout, in)
 		})
 	case "destination":
-		ch := fs.String("channel", "", "channel id (C…)")
+		ch := fs.String("channel", "", required+"channel id (C…)")
 		team := fs.String("team", "", "team whose inquiries go there (default: the whole tenant)")
-		clearance := fs.String("clearance", "", "public, internal or personal: the most restricted fields the channel may show")
-		if err := fs.Parse(args[1:]); err != nil {
+		clearance := fs.String("clearance", "", required+"public, internal or personal: the most restricted fields the channel may show")
+		if err := parseFlags(fs, args[1:]); err != nil {
 			return err
 		}
 		return withTenant(ctx, sf, stderr, *tenant, func(a *app.App, t domain.TenantID) error {
@@ -83,14 +83,14 @@ func effectsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return errors.New(effectsUsage)
 	}
 	fs, sf := newFlags("effects "+args[0], stderr)
-	tenant := fs.String("tenant", "", "tenant slug")
+	tenant := fs.String("tenant", "", required+"tenant slug")
 	states := fs.String("state", "", "comma-separated job states (default: all)")
 	id := fs.Int64("id", 0, "effect job id")
 	kinds := fs.String("kind", "", "comma-separated effect kinds (default: all)")
 	inquiry := fs.String("inquiry", "", "one inquiry's effects")
 	ch := fs.String("channel", "", "destination: channel id, List id, or * for an installation's circuit")
 	fs.StringVar(ch, "destination", "", "alias of --channel")
-	if err := fs.Parse(args[1:]); err != nil {
+	if err := parseFlags(fs, args[1:]); err != nil {
 		return err
 	}
 	return withTenant(ctx, sf, stderr, *tenant, func(a *app.App, t domain.TenantID) error {
@@ -154,7 +154,7 @@ func devCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	fs := flag.NewFlagSet("casebook dev fake-slack", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	addr := fs.String("addr", "127.0.0.1:8090", "listen address")
-	if err := fs.Parse(args[1:]); err != nil {
+	if err := parseFlags(fs, args[1:]); err != nil {
 		return err
 	}
 	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", *addr)

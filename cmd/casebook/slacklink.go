@@ -14,11 +14,11 @@ import (
 // principals: Slack clicks by that user then act as the principal.
 func slackLinkUser(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs, sf := newFlags("slack link-user", stderr)
-	tenant := fs.String("tenant", "", "tenant slug")
-	user := fs.String("slack-user", "", "Slack user id (U…)")
-	principal := fs.String("principal", "", "principal id of the tenant")
+	tenant := fs.String("tenant", "", required+"tenant slug")
+	user := fs.String("slack-user", "", required+"Slack user id (U…)")
+	principal := fs.String("principal", "", required+"principal id of the tenant")
 	installation := fs.String("installation", "", "installation id (default: the tenant's newest)")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	return withTenant(ctx, sf, stderr, *tenant, func(a *app.App, t domain.TenantID) error {

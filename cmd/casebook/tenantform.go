@@ -30,11 +30,11 @@ func (c *categoryList) Set(v string) error {
 // setForm is `tenants set-form`: the public form's display name and category select.
 func setForm(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs, sf := newFlags("tenants set-form", stderr)
-	slug := fs.String("slug", "", "tenant slug")
+	slug := fs.String("slug", "", required+"tenant slug")
 	name := fs.String("name", "", "display name shown on the public form")
 	var cats categoryList
 	fs.Var(&cats, "category", "a category as slug=Label (repeat, in display order; --category '' clears them)")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {

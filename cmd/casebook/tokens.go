@@ -44,7 +44,7 @@ func tokens(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return errors.New(usage)
 	}
 	fs, sf := newFlags("tokens "+args[0], stderr)
-	tenant := fs.String("tenant", "", "tenant slug")
+	tenant := fs.String("tenant", "", required+"tenant slug")
 	principal := fs.String("principal", "", "principal id")
 	var ttl *time.Duration
 	var id *string
@@ -57,7 +57,7 @@ func tokens(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	default:
 		return errors.New(usage)
 	}
-	if err := fs.Parse(args[1:]); err != nil {
+	if err := parseFlags(fs, args[1:]); err != nil {
 		return err
 	}
 	a, err := sf.open(ctx, logger(stderr))
@@ -108,10 +108,10 @@ func (o *originList) Set(v string) error { *o = append(*o, v); return nil }
 // setOrigins replaces a tenant's trusted browser origins for the public intake.
 func setOrigins(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs, sf := newFlags("tenants set-origins", stderr)
-	slug := fs.String("slug", "", "tenant slug")
+	slug := fs.String("slug", "", required+"tenant slug")
 	var origins originList
 	fs.Var(&origins, "origin", "a trusted origin such as https://www.example.com (repeat for several; none clears the list)")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
