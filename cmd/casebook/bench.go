@@ -174,7 +174,14 @@ func bench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var cpu *cpuReport
 	for r := range *rounds {
 		var prof bytes.Buffer
-		profiling := r == 0 && pprof.StartCPUProfile(&prof) == nil
+		profiling := false
+		if r == 0 {
+			if err := pprof.StartCPUProfile(&prof); err != nil {
+				fmt.Fprintln(stderr, "bench: no CPU figures:", err)
+			} else {
+				profiling = true
+			}
+		}
 		cb := measure(*n, *conc, func(i int) error { return post(base, fmt.Sprintf("bench-%d-%d", r, i), i) })
 		if profiling {
 			pprof.StopCPUProfile()

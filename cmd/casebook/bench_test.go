@@ -79,9 +79,10 @@ func checkBench(t *testing.T, out benchOut, intakes int, wantGroupCalls bool) {
 	}
 }
 
+// The bench tests run one at a time: the CPU profiler each bench starts is process-wide.
+
 // TestBenchEmbedded runs every phase of casebook bench on a small load.
 func TestBenchEmbedded(t *testing.T) {
-	t.Parallel()
 	out, err := runBench(t, "--intakes", "60", "--concurrency", "4", "--rounds", "1", "--rate", "200/s", "--visibility-intakes", "60")
 	if err != nil {
 		t.Fatal(err)
@@ -95,7 +96,6 @@ func TestBenchEmbedded(t *testing.T) {
 // TestBenchRefusesDatabaseWithEvents: an explicit data directory that holds events is refused
 // without --keep (the bench's inquiries would stay in its log), and accepted with it.
 func TestBenchRefusesDatabaseWithEvents(t *testing.T) {
-	t.Parallel()
 	dir := t.TempDir()
 	small := []string{"--data-dir", dir, "--intakes", "5", "--concurrency", "2", "--rounds", "1", "--rate", "off"}
 	if _, err := runBench(t, small...); err != nil {
@@ -116,7 +116,6 @@ func TestBenchRefusesDatabaseWithEvents(t *testing.T) {
 // TestBenchPostgresDropsItsSchema: against Postgres the bench runs in a throw-away schema and
 // drops it; the database's own schema is untouched.
 func TestBenchPostgresDropsItsSchema(t *testing.T) {
-	t.Parallel()
 	url := pgtest.URL(t)
 	out, err := runBench(t, "--database-url", url, "--intakes", "40", "--concurrency", "4", "--rounds", "1", "--rate", "200/s", "--visibility-intakes", "40")
 	if err != nil {
