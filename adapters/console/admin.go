@@ -154,7 +154,7 @@ func (c *Console) adminAct(w http.ResponseWriter, r *http.Request, s *session) {
 		return
 	}
 	if err := c.AdminAudit.Run(ctx, e, c.Now(), run); err != nil {
-		status, code := c.StatusOf(err)
+		code, status, _ := commands.Classify(err)
 		if status >= http.StatusInternalServerError {
 			c.Logger.ErrorContext(ctx, "console admin action", "request_id", requestID(w), "action", key, "err", err)
 		}

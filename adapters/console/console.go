@@ -71,10 +71,8 @@ type Console struct {
 	Slack Slack
 	// AdminAudit records admin actions with their reasons.
 	AdminAudit *commands.AdminAudit
-	// StatusOf maps an error to its HTTP status and code: the API's one mapping.
-	StatusOf func(error) (int, string)
-	Logger   *slog.Logger
-	Now      func() time.Time
+	Logger     *slog.Logger
+	Now        func() time.Time
 	// SessionTTL bounds a session (DefaultSessionTTL if zero); a token that expires first ends it.
 	SessionTTL time.Duration
 	// SecureCookies marks cookies Secure even on plain-HTTP requests (the console is served over
@@ -321,9 +319,10 @@ func (c *Console) allowed(w http.ResponseWriter, r *http.Request, s *session, ac
 	return true
 }
 
-// fail renders an error with the API's status; internal errors are logged, not shown.
+// fail renders an error with the API's status (commands.Classify); internal errors are logged,
+// not shown.
 func (c *Console) fail(w http.ResponseWriter, r *http.Request, s *session, err error) {
-	status, code := c.StatusOf(err)
+	code, status, _ := commands.Classify(err)
 	msg := messageFor(code, err)
 	if status >= http.StatusInternalServerError {
 		c.Logger.ErrorContext(r.Context(), "console request failed", "request_id", requestID(w), "err", err)

@@ -292,9 +292,10 @@ func (c *Console) act(w http.ResponseWriter, r *http.Request, s *session) {
 }
 
 // refused re-renders the inquiry page with the refusal, keeping what was typed. A stale version
-// says who changed the inquiry and asks for a reload.
+// says who changed the inquiry (the command layer reports the last actor; only a principal of the
+// tenant is named) and asks for a reload.
 func (c *Console) refused(w http.ResponseWriter, r *http.Request, s *session, id domain.InquiryID, version uint64, err error) {
-	status, code := c.StatusOf(err)
+	code, status, _ := commands.Classify(err)
 	if status >= http.StatusInternalServerError || errors.Is(err, domain.ErrNotFound) {
 		c.fail(w, r, s, err)
 		return
@@ -315,18 +316,30 @@ func (c *Console) refused(w http.ResponseWriter, r *http.Request, s *session, id
 	for _, k := range []string{"to", "reason", "priority", "owner", "body"} {
 		v.Form[k] = r.PostForm.Get(k)
 	}
-	if errors.Is(err, domain.ErrConcurrency) || errors.Is(err, domain.ErrAlreadyClaimed) {
-		who := c.Reader.ChangedBy(r.Context(), c.Tenancy, s.P.TenantID, id, 0)
-		if who == "" {
-			who = "someone else"
-		}
-		v.Conflict = "This inquiry was changed by " + who + " (now " + string(v.Q.Status) + ") since you opened it (version " +
-			strconv.FormatUint(version, 10) + ", now " + strconv.FormatUint(v.Q.Version, 10) + ") — reload to see the change, then try again."
-		if errors.Is(err, domain.ErrAlreadyClaimed) {
-			v.Conflict = "Already claimed by " + who + " — reload to see the change."
-		}
-	} else {
+	var vc *domain.VersionConflictError
+	var ce *domain.ClaimedError
+	switch {
+	case errors.As(err, &vc):
+		v.Conflict = "This inquiry was changed by " + c.principalName(r.Context(), s.P.TenantID, vc.ChangedBy) + " since you opened it (version " +
+			strconv.FormatUint(version, 10) + ", now " + strconv.FormatUint(vc.Version, 10) + "; " + string(v.Q.Status) +
+			") — reload to see the change, then try again."
+	case errors.As(err, &ce):
+		v.Conflict = "Already claimed by " + c.principalName(r.Context(), s.P.TenantID, ce.Owner) + " — reload to see the change."
+	case errors.Is(err, domain.ErrConcurrency), errors.Is(err, domain.ErrAlreadyClaimed):
+		v.Conflict = "This inquiry was changed since you opened it — reload to see the change, then try again."
+	default:
 		v.Error = messageFor(code, err)
 	}
 	c.render(w, r, status, "inquiry", s, v)
+}
+
+// principalName names a principal of the tenant, or "someone else" (an intake source, a requester,
+// another tenant's id: never shown).
+func (c *Console) principalName(ctx context.Context, tenant domain.TenantID, id domain.PrincipalID) string {
+	if id != "" {
+		if p, err := c.Tenancy.Principal(ctx, tenant, id); err == nil && p.TenantID == tenant {
+			return p.Name
+		}
+	}
+	return "someone else"
 }

@@ -16,6 +16,3 @@ func (s *Server) consoleRoutes(r *mux.Router) {
 	r.PathPrefix("/console").Handler(s.Console)
 	r.Handle("/inquiries/r/{receipt}", s.Console).Methods(http.MethodGet)
 }
-
-// StatusOf is the API's error → status mapping (statusOf), for the console's pages.
-func StatusOf(err error) (int, string) { return statusOf(err) }

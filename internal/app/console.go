@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/casebook/casebook/adapters/console"
-	"github.com/casebook/casebook/adapters/httpapi"
 	"github.com/casebook/casebook/adapters/slack/slackeffects"
 	"github.com/casebook/casebook/commands"
 	"github.com/casebook/casebook/domain"
@@ -20,7 +19,7 @@ func (a *App) wireConsole(ctx context.Context) error {
 	}
 	a.Console = &console.Console{
 		Commands: a.audited(), Reader: a.Reader, Tenancy: a.Tenancy, QueryModel: a.QueryModel(), Head: a.Store.Head, Admin: a,
-		Slack: consoleSlack{a}, AdminAudit: audit, StatusOf: httpapi.StatusOf, Logger: a.Config.Logger, Now: a.Config.Now,
+		Slack: consoleSlack{a}, AdminAudit: audit, Logger: a.Config.Logger, Now: a.Config.Now,
 		SecureCookies: strings.HasPrefix(a.Config.PublicURL, "https://"),
 	}
 	return nil
