@@ -9,7 +9,7 @@ import (
 )
 
 // events is GET /console/events: server-sent events that say when the tenant's inquiries changed
-// (or, with ?inquiry=ID, that one inquiry). The page decides what to do (the inbox refreshes its
+// (or, with ?inquiry=ID, that one inquiry) since the state named by ?since=. The page decides what to do (the inbox refreshes its
 // list; the inquiry page offers a reload, so nothing typed is lost). The stream polls the query
 // model, re-checks the session on every poll, and ends after a while or at shutdown; browsers
 // reconnect by themselves.
@@ -32,6 +32,11 @@ func (c *Console) events(w http.ResponseWriter, r *http.Request, s *session) {
 	if err != nil {
 		c.fail(w, r, s, err)
 		return
+	}
+	// since is the state the page was rendered at: a change between rendering and connecting is
+	// reported at once.
+	if since := r.URL.Query().Get("since"); since != "" && len(since) <= 64 {
+		last = since
 	}
 	rc := http.NewResponseController(w)
 	h := w.Header()

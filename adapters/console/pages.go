@@ -34,6 +34,7 @@ type inboxView struct {
 	Prios    []domain.Priority
 	Teams    []string
 	People   []personOption
+	Since    string // the live-update token the page shows
 }
 
 type statusCount struct {
@@ -79,6 +80,11 @@ func (c *Console) inbox(w http.ResponseWriter, r *http.Request, s *session) {
 	} else {
 		f.Subject = search
 	}
+	since, err := c.Reader.Changed(r.Context(), s.P.TenantID)
+	if err != nil {
+		c.fail(w, r, s, err)
+		return
+	}
 	items, next, err := c.Reader.List(r.Context(), s.P.TenantID, f)
 	if err != nil {
 		c.fail(w, r, s, err)
@@ -89,7 +95,8 @@ func (c *Console) inbox(w http.ResponseWriter, r *http.Request, s *session) {
 		c.fail(w, r, s, err)
 		return
 	}
-	v := inboxView{Filter: map[string]string{}, Items: items, Query: q, Receipt: isReceipt, Statuses: domain.Statuses, Prios: domain.Priorities}
+	v := inboxView{Filter: map[string]string{}, Items: items, Query: q, Receipt: isReceipt, Statuses: domain.Statuses, Prios: domain.Priorities,
+		Since: since}
 	for _, k := range []string{"status", "owner", "priority", "team", "q"} {
 		v.Filter[k] = q.Get(k)
 	}
@@ -168,6 +175,7 @@ type edge struct {
 type timelineRow struct {
 	queries.TimelineEntry
 	ActorName string
+	Detail    string
 	Effects   []Effect
 }
 
@@ -234,7 +242,7 @@ func (c *Console) inquiryData(r *http.Request, s *session, id domain.InquiryID) 
 		}
 	}
 	for _, e := range tl {
-		row := timelineRow{TimelineEntry: e, ActorName: names[e.Actor]}
+		row := timelineRow{TimelineEntry: e, ActorName: names[e.Actor], Detail: detail(e.Data, names)}
 		for _, ef := range effects {
 			if ef.Version == e.Version {
 				row.Effects = append(row.Effects, ef)

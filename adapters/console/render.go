@@ -38,20 +38,28 @@ var funcs = template.FuncMap{
 	},
 	"path":  url.PathEscape,
 	"query": url.QueryEscape,
-	"data": func(raw json.RawMessage) string {
-		var m map[string]any
-		if json.Unmarshal(raw, &m) != nil || len(m) == 0 {
-			return ""
-		}
-		var parts []string
-		for _, k := range []string{"to", "from", "priority", "owner", "team", "reason", "body", "category", "source"} {
-			if v, ok := m[k]; ok && v != "" && v != nil {
-				parts = append(parts, k+": "+toString(v))
-			}
-		}
-		return strings.Join(parts, "; ")
-	},
 	"cleared": func(field string) bool { return domain.Cleared(field, domain.Personal) },
+}
+
+// detail summarises a timeline entry's data: the fields people read, principals by name.
+func detail(raw json.RawMessage, names map[domain.PrincipalID]string) string {
+	var m map[string]any
+	if json.Unmarshal(raw, &m) != nil || len(m) == 0 {
+		return ""
+	}
+	var parts []string
+	for _, k := range []string{"to", "from", "priority", "owner", "team", "reason", "body", "category", "source"} {
+		v, ok := m[k]
+		if !ok || v == "" || v == nil {
+			continue
+		}
+		s := toString(v)
+		if n, ok := names[domain.PrincipalID(s)]; ok && k == "owner" {
+			s = n
+		}
+		parts = append(parts, k+": "+s)
+	}
+	return strings.Join(parts, "; ")
 }
 
 func toString(v any) string {

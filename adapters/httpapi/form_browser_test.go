@@ -5,51 +5,15 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"os/exec"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/casebook/casebook/internal/browsertest"
 )
 
-// chromium finds the browser for the form tests: $CASEBOOK_CHROMIUM, else chromium on PATH (Debian's
-// package installs /usr/bin/chromium; .ci/run installs it).
-func chromium(t *testing.T) string {
-	t.Helper()
-	if p := os.Getenv("CASEBOOK_CHROMIUM"); p != "" {
-		return p
-	}
-	p, err := exec.LookPath("chromium")
-	if err != nil {
-		t.Skip("browser test skipped: chromium is not installed (apt-get install chromium; .ci/run does it)")
-	}
-	return p
-}
-
-// browser starts a headless Chromium with its own profile and returns a tab context bounded by a
-// deadline (a bound on a hung browser, not a timing assertion).
-func browser(t *testing.T) context.Context {
-	t.Helper()
-	opts := []chromedp.ExecAllocatorOption{
-		chromedp.ExecPath(chromium(t)),
-		chromedp.Flag("headless", true), chromedp.Flag("no-sandbox", true), chromedp.Flag("disable-gpu", true),
-		chromedp.Flag("disable-quic", true), chromedp.Flag("no-first-run", true),
-		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true), chromedp.UserDataDir(t.TempDir()),
-	}
-	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
-	t.Cleanup(cancel)
-	actx, acancel := chromedp.NewExecAllocator(ctx, opts...)
-	t.Cleanup(acancel)
-	bctx, bcancel := chromedp.NewContext(actx)
-	t.Cleanup(bcancel)
-	if err := chromedp.Do(bctx); err != nil {
-		t.Fatalf("start chromium: %v", err)
-	}
-	return bctx
-}
+func browser(t *testing.T) context.Context { return browsertest.New(t) }
 
 // TestFormInBrowser fills and submits the public form in headless Chromium, without JavaScript on
 // the page: a person's submission is recorded (the textarea's line break arrives as CRLF and is

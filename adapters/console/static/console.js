@@ -7,17 +7,20 @@
   var page = document.body.getAttribute("data-page");
   var live = document.getElementById("live");
   function announce(msg) { if (live) { live.textContent = msg; } }
-  var url;
+  var url, mark;
   if (page === "inbox") {
-    url = "/console/events";
+    mark = document.getElementById("inbox-list");
+    url = "/console/events?";
   } else if (page === "inquiry") {
     var m = location.pathname.match(/^\/console\/inquiries\/([^\/]+)$/);
-    if (!m) return;
-    url = "/console/events?inquiry=" + m[1];
+    mark = document.getElementById("changed");
+    if (!m || !mark) return;
+    url = "/console/events?inquiry=" + m[1] + "&";
   } else {
     return;
   }
-  var es = new EventSource(url);
+  // since: the state the page shows, so a change made before the stream connects is not missed.
+  var es = new EventSource(url + "since=" + encodeURIComponent(mark ? mark.getAttribute("data-since") || "" : ""));
   es.addEventListener("signedout", function () { es.close(); });
   es.addEventListener("changed", function () {
     if (page === "inquiry") {
