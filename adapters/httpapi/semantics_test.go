@@ -137,3 +137,63 @@ func TestStrictJSONBodies(t *testing.T) {
 		t.Fatalf("refused bodies changed the inquiry: %s", d.raw)
 	}
 }
+
+// TestCursorsAndPositionsAreSealed: a list cursor works only for the tenant and filter that produced
+// it (forged, foreign or other-filter cursors are 400), and read-your-writes positions are opaque
+// tokens that only their tenant can use and that reveal no log position.
+func TestCursorsAndPositionsAreSealed(t *testing.T) {
+	t.Parallel()
+	tb := setup(t)
+	for i := range 3 {
+		tb.submit(t, "k"+string(rune('a'+i)))
+	}
+	page := tb.do(t, "GET", "/v1/inquiries?limit=1&status=new", tb.op, nil, "")
+	cursor, _ := page.body["next_cursor"].(string)
+	if cursor == "" {
+		t.Fatalf("no cursor: %s", page.raw)
+	}
+	if r := tb.do(t, "GET", "/v1/inquiries?limit=1&status=new&cursor="+cursor, tb.viewer, nil, ""); r.status != 200 || len(r.body["items"].([]any)) != 1 {
+		t.Fatalf("the tenant's own cursor = %d %s", r.status, r.raw)
+	}
+	raw, mac, _ := strings.Cut(cursor, ".")
+	forged := []string{
+		raw, // no MAC
+		raw + "." + strings.Repeat("A", len(mac)), // wrong MAC
+		"MTIzfGFiYw." + mac,                       // another position under the same MAC
+	}
+	for _, c := range forged {
+		if r := tb.do(t, "GET", "/v1/inquiries?limit=1&status=new&cursor="+c, tb.op, nil, ""); r.status != 400 {
+			t.Errorf("forged cursor %q = %d", c, r.status)
+		}
+	}
+	for _, q := range []string{"status=triaged", "", "status=new&priority=high", "status=new&owner=" + tb.opID} {
+		if r := tb.do(t, "GET", "/v1/inquiries?limit=1&"+q+"&cursor="+cursor, tb.op, nil, ""); r.status != 400 {
+			t.Errorf("cursor of status=new with %q = %d, want 400", q, r.status)
+		}
+	}
+
+	_, id := tb.submit(t, "kpos")
+	w := tb.do(t, "POST", "/v1/inquiries/"+id+"/notes", tb.op, nil, `{"body":"n"}`)
+	pos := w.body["position"].(string)
+	if pos == "" || w.header.Get("Casebook-Position") != pos {
+		t.Fatalf("write = %s", w.raw)
+	}
+	head, err := tb.app.Store.Head(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(pos, head.String()) {
+		t.Fatalf("position token %q shows the log position %s", pos, head)
+	}
+	if r := tb.do(t, "GET", "/v1/inquiries/"+id+"?min_position="+pos, tb.viewer, nil, ""); r.status != 200 {
+		t.Fatalf("own position = %d %s", r.status, r.raw)
+	}
+	if r := tb.do(t, "GET", "/v1/inquiries?min_position="+pos, tb.other, nil, ""); r.status != 400 {
+		t.Fatalf("another tenant's position = %d %s, want 400", r.status, r.raw)
+	}
+	for _, p := range []string{head.String(), "0", pos[:len(pos)-2] + "AA"} {
+		if r := tb.do(t, "GET", "/v1/inquiries", tb.op, map[string]string{"Casebook-Min-Position": p}, ""); r.status != 400 {
+			t.Errorf("position %q = %d, want 400", p, r.status)
+		}
+	}
+}

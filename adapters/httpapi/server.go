@@ -67,6 +67,10 @@ type Server struct {
 	// Public configures the public intake; Handler resolves it once.
 	Public PublicConfig
 	public *publicState
+	// Secret is the instance secret (the same on every replica): cursors and read-your-writes
+	// positions are sealed under keys derived from it. Empty: a random one per process.
+	Secret []byte
+	tokens *tokens
 	// Slack serves the effect routes and the detail's "slack" block; nil disables them.
 	Slack Slack
 	// SlackOAuth serves the OAuth v2 install routes; nil or not Enabled answers 404.
@@ -82,6 +86,7 @@ type Server struct {
 // Handler returns the routed API.
 func (s *Server) Handler() http.Handler {
 	s.public = newPublicState(s.Public)
+	s.tokens = newTokens(s.Secret)
 	return s.withRequestID(s.router())
 }
 
@@ -414,8 +419,8 @@ func (s *Server) waitConsistent(r *http.Request) error {
 	var err error
 	switch {
 	case raw != "":
-		if p, err = eventstore.ParsePosition(raw); err != nil {
-			return domain.Invalid("min_position", "%v", err)
+		if p, err = s.tokens.openPosition(principal(r).TenantID, raw); err != nil {
+			return err
 		}
 	case r.URL.Query().Get("consistent") == "true" && s.Head != nil:
 		if p, err = s.Head(r.Context()); err != nil {
@@ -474,7 +479,7 @@ func (s *Server) listInquiries(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	f := queries.Filter{Owner: domain.PrincipalID(q.Get("owner")), Team: q.Get("team"), Receipt: q.Get("receipt"),
-		Subject: q.Get("subject"), Cursor: q.Get("cursor")}
+		Subject: q.Get("subject")}
 	var err error
 	if v := q.Get("status"); v != "" {
 		if f.Status, err = domain.ParseStatus("status", v); err != nil {
@@ -494,6 +499,12 @@ func (s *Server) listInquiries(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	if c := q.Get("cursor"); c != "" {
+		if f.Cursor, err = s.tokens.openCursor(p.TenantID, f, c); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+	}
 	items, next, err := s.Reader.List(r.Context(), p.TenantID, f)
 	if err != nil {
 		s.writeError(w, r, err)
@@ -504,7 +515,7 @@ func (s *Server) listInquiries(w http.ResponseWriter, r *http.Request) {
 	}
 	body := map[string]any{"items": items, "next_cursor": nil}
 	if next != "" {
-		body["next_cursor"] = next
+		body["next_cursor"] = s.tokens.sealCursor(p.TenantID, f, next)
 	}
 	writeJSON(w, http.StatusOK, body)
 }
@@ -601,11 +612,12 @@ func parseIfMatch(h string) (v uint64, star bool, err error) {
 	return v, false, nil
 }
 
-func (s *Server) writeResult(w http.ResponseWriter, res commands.Result) {
+// writeResult answers a command's result; the position is an opaque token of the caller's tenant.
+func (s *Server) writeResult(w http.ResponseWriter, r *http.Request, res commands.Result) {
 	w.Header().Set("ETag", strconv.Quote(strconv.FormatUint(res.Version, 10)))
 	pos := ""
 	if res.Position != (eventstore.Position{}) {
-		pos = res.Position.String()
+		pos = s.tokens.sealPosition(principal(r).TenantID, res.Position)
 		w.Header().Set("Casebook-Position", pos)
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"id": res.InquiryID, "version": res.Version, "position": pos})
@@ -639,7 +651,7 @@ func (s *Server) transition(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	s.writeResult(w, res)
+	s.writeResult(w, r, res)
 }
 
 func (s *Server) claim(w http.ResponseWriter, r *http.Request) {
@@ -653,7 +665,7 @@ func (s *Server) claim(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	s.writeResult(w, res)
+	s.writeResult(w, r, res)
 }
 
 func (s *Server) assign(w http.ResponseWriter, r *http.Request) {
@@ -673,7 +685,7 @@ func (s *Server) assign(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	s.writeResult(w, res)
+	s.writeResult(w, r, res)
 }
 
 func (s *Server) addNote(w http.ResponseWriter, r *http.Request) {
@@ -693,5 +705,5 @@ func (s *Server) addNote(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	s.writeResult(w, res)
+	s.writeResult(w, r, res)
 }

@@ -374,11 +374,12 @@ type visibility struct {
 }
 
 // measureVisibility offers count intakes at rate (open loop: each is sent when due, whatever the
-// server's pace, up to 256 in flight; the client keeps as many connections). After each acknowledgement it reads the log's head and
-// asks GET /v1/inquiries/{id}?min_position=head, which answers once the query model has applied
-// that position: the time from the acknowledgement to that answer is the figure, an upper bound of
-// the true visibility delay by one loopback request (and by the events appended between the
-// acknowledgement and the head read).
+// server's pace, up to 256 in flight; the client keeps as many connections). After each
+// acknowledgement it asks GET /v1/inquiries/{id}?consistent=true, which answers once the query
+// model has applied the log's head as of the request's arrival (positions handed to clients are
+// opaque tokens): the time from the acknowledgement to that answer is the figure, an upper bound
+// of the true visibility delay by one loopback request (and by the events appended between the
+// acknowledgement and the request's arrival).
 func measureVisibility(ctx context.Context, a *app.App, client *http.Client, base, token string, tenant domain.TenantID, slug string,
 	rate ratelimit.Rate, count int, body func(int) string) visibility {
 	const maxInflight = 256
@@ -414,13 +415,8 @@ func measureVisibility(ctx context.Context, a *app.App, client *http.Client, bas
 				return
 			}
 			acked := time.Now()
-			head, err := a.Store.Head(ctx)
-			if err != nil {
-				fail(err)
-				return
-			}
 			id, _ := a.Commands.IntakeID(tenant, domain.SourcePublicForm, key)
-			if _, err := call(client, http.MethodGet, base+"/v1/inquiries/"+string(id)+"?min_position="+head.String(), token, nil, "", http.StatusOK); err != nil {
+			if _, err := call(client, http.MethodGet, base+"/v1/inquiries/"+string(id)+"?consistent=true", token, nil, "", http.StatusOK); err != nil {
 				fail(err)
 				return
 			}
@@ -454,7 +450,7 @@ func measureCommands(ctx context.Context, a *app.App, client *http.Client, base,
 			} `json:"items"`
 			NextCursor *string `json:"next_cursor"`
 		}
-		u := base + "/v1/inquiries?status=new&limit=100&min_position=" + mustHead(ctx, a)
+		u := base + "/v1/inquiries?status=new&limit=100&consistent=true"
 		if cursor != "" {
 			u += "&cursor=" + cursor
 		}
@@ -562,14 +558,6 @@ func summarize(lat []time.Duration, total time.Duration, errs int64, first any) 
 		r.FirstError = s
 	}
 	return r
-}
-
-func mustHead(ctx context.Context, a *app.App) string {
-	h, err := a.Store.Head(ctx)
-	if err != nil {
-		return "0.0"
-	}
-	return h.String()
 }
 
 func call(c *http.Client, method, url, token string, headers map[string]string, body string, want int) ([]byte, error) {

@@ -308,7 +308,7 @@ func (a *App) handlers() (api, metrics http.Handler) {
 	metrics = promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
 	s := &httpapi.Server{
 		Commands: a.audited(), Reader: a.Reader, Tenancy: a.Tenancy, QueryModel: a.QueryModel(),
-		Head: a.Store.Head, Ready: a.Ready, Logger: a.Config.Logger, Public: a.Config.Public, Admin: a,
+		Head: a.Store.Head, Ready: a.Ready, Logger: a.Config.Logger, Public: a.Config.Public, Admin: a, Secret: a.Commands.Secret,
 		RequestMetrics: httpapi.NewRequestMetrics(reg), Slack: slackAPI{a},
 		SlackOAuth:     slackOAuth{a.SlackOAuth},
 		SlackCallbacks: a.Callbacks,
