@@ -24,6 +24,7 @@ import (
 // admission (rate limits, origin policy), limits, normalization and honeypot.
 func (s *Server) publicRoutes(r *mux.Router) {
 	r.HandleFunc("/v1/public/{tenant_slug}/inquiries", s.publicIntake).Methods(http.MethodPost)
+	r.HandleFunc("/v1/public/{tenant_slug}/inquiries", s.publicPreflight).Methods(http.MethodOptions)
 	r.HandleFunc("/f/{tenant_slug}", s.formPage).Methods(http.MethodGet)
 	r.HandleFunc("/f/{tenant_slug}", s.formSubmit).Methods(http.MethodPost)
 }

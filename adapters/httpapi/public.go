@@ -239,6 +239,7 @@ func (s *Server) admitPublic(w http.ResponseWriter, r *http.Request) (admitted, 
 		return a, err
 	}
 	a.tenant = t
+	allowOrigin(w, r, origins) // CORS headers for a trusted origin, on every answer from here on
 	if err := originPolicy(origins).Check(r); err != nil {
 		s.logPublic(r.Context(), "public intake refused", "cross_origin", a)
 		return a, &apiError{http.StatusForbidden, "cross_origin", "cross-origin submissions are accepted only from the tenant's trusted origins"}
