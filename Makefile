@@ -37,8 +37,9 @@ test-short: ## tests without the race detector, for a quick loop
 GOLANGCI_VERSION := v2.15.0
 GOLANGCI := $(shell command -v golangci-lint 2>/dev/null || echo $(shell $(GO) env GOPATH)/bin/golangci-lint)
 
-lint: ## go vet and golangci-lint (installed on first use)
+lint: ## go vet, the layering rule (internal/layers) and golangci-lint (installed on first use)
 	$(GO) vet $(PKGS)
+	$(GO) test -count=1 -run 'TestTreeKeepsLayers|TestCheckRefusesViolations|TestNoErrorTextMatching' ./internal/layers/
 	@test -x $(GOLANGCI) || $(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_VERSION)
 	$(GOLANGCI) run $(PKGS)
 
