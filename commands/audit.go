@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/casebook/casebook/domain"
+	"github.com/casebook/casebook/eventstore"
 	"github.com/casebook/casebook/internal/sqldb"
 )
 
@@ -20,6 +21,12 @@ type Executor interface {
 	Assign(context.Context, Assign) (Result, error)
 	AddNote(context.Context, AddNote) (Result, error)
 	Cancel(context.Context, Cancel) (Result, error)
+	ScheduleFollowUp(context.Context, ScheduleFollowUp) (FollowUpResult, error)
+	CancelFollowUp(context.Context, CancelFollowUp) (Result, error)
+	SetDueDate(context.Context, SetDueDate) (Result, error)
+	AddWatcher(context.Context, AddWatcher) (Result, error)
+	Route(context.Context, Route) (Result, error)
+	SetSLAPolicy(context.Context, SetSLAPolicy) (*domain.SLAPolicy, eventstore.Position, error)
 }
 
 var (
@@ -139,6 +146,48 @@ func (a *Audited) Cancel(ctx context.Context, c Cancel) (Result, error) {
 	res, err := a.Next.Cancel(ctx, c)
 	a.record(ctx, targetEntry("cancel", c.Target), res.Replayed, err)
 	return res, err
+}
+
+// ScheduleFollowUp executes and records c.
+func (a *Audited) ScheduleFollowUp(ctx context.Context, c ScheduleFollowUp) (FollowUpResult, error) {
+	res, err := a.Next.ScheduleFollowUp(ctx, c)
+	a.record(ctx, targetEntry("follow_up", c.Target), res.Replayed, err)
+	return res, err
+}
+
+// CancelFollowUp executes and records c.
+func (a *Audited) CancelFollowUp(ctx context.Context, c CancelFollowUp) (Result, error) {
+	res, err := a.Next.CancelFollowUp(ctx, c)
+	a.record(ctx, targetEntry("cancel_follow_up", c.Target), res.Replayed, err)
+	return res, err
+}
+
+// SetDueDate executes and records c.
+func (a *Audited) SetDueDate(ctx context.Context, c SetDueDate) (Result, error) {
+	res, err := a.Next.SetDueDate(ctx, c)
+	a.record(ctx, targetEntry("due_date", c.Target), res.Replayed, err)
+	return res, err
+}
+
+// AddWatcher executes and records c.
+func (a *Audited) AddWatcher(ctx context.Context, c AddWatcher) (Result, error) {
+	res, err := a.Next.AddWatcher(ctx, c)
+	a.record(ctx, targetEntry("watch", c.Target), res.Replayed, err)
+	return res, err
+}
+
+// Route executes and records c.
+func (a *Audited) Route(ctx context.Context, c Route) (Result, error) {
+	res, err := a.Next.Route(ctx, c)
+	a.record(ctx, targetEntry("route", c.Target), res.Replayed, err)
+	return res, err
+}
+
+// SetSLAPolicy executes and records c.
+func (a *Audited) SetSLAPolicy(ctx context.Context, c SetSLAPolicy) (*domain.SLAPolicy, eventstore.Position, error) {
+	p, pos, err := a.Next.SetSLAPolicy(ctx, c)
+	a.record(ctx, AuditEntry{RequestID: c.CorrelationID, Tenant: c.Tenant, Actor: c.Actor.ID, Command: "sla_policy"}, false, err)
+	return p, pos, err
 }
 
 var auditMigrations = []sqldb.Migration{{Version: 1, SQL: `

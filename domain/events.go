@@ -98,6 +98,7 @@ var decoders = map[string]func([]byte) (Event, error){
 	"SLAWarning":           decodeAs[SLAWarning],
 	"SLABreached":          decodeAs[SLABreached],
 	"InquiryEscalated":     decodeAs[InquiryEscalated],
+	"SLAPolicySet":         decodeAs[SLAPolicySet],
 }
 
 func decodeAs[E Event](data []byte) (Event, error) {

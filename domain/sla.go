@@ -176,6 +176,15 @@ func (p *SLAPolicy) Encode() []byte {
 	return b
 }
 
+// SLAPolicySet replaces a tenant's SLA policy (stream slapolicy-{tenant}). Policy is the canonical
+// JSON of an SLAPolicy; inquiries received after it are measured by it.
+type SLAPolicySet struct {
+	Policy json.RawMessage `json:"policy"`
+}
+
+// EventType implements Event.
+func (SLAPolicySet) EventType() string { return "SLAPolicySet" }
+
 // SLATimes are an inquiry's SLA clock under a policy. A zero time means no clock (no target, or
 // the clock is paused while waiting and its due time is not yet known).
 type SLATimes struct {
@@ -230,4 +239,21 @@ func (q *Inquiry) runningAdd(cal *Calendar, d time.Duration) time.Time {
 		return time.Time{}
 	}
 	return cal.Add(cur, d)
+}
+
+// Elapsed returns the business time q took to its first response and, once resolved, to its
+// resolution (the resolution clock's running time: waiting does not count). responded and resolved are
+// false for a measure that does not exist yet.
+func (p *SLAPolicy) Elapsed(q *Inquiry) (firstResponse time.Duration, responded bool, resolution time.Duration, resolved bool) {
+	if !q.FirstRespondedAt.IsZero() {
+		firstResponse, responded = p.cal.Between(q.CreatedAt, q.FirstRespondedAt), true
+	}
+	if q.Status == StatusResolved && !q.PausedSince.IsZero() {
+		resolution = p.cal.Between(q.CreatedAt, q.PausedSince)
+		for _, iv := range q.Paused {
+			resolution -= p.cal.Between(iv[0], iv[1])
+		}
+		resolved = true
+	}
+	return firstResponse, responded, resolution, resolved
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/casebook/casebook/adapters/slack/slackinstall"
 	"github.com/casebook/casebook/adapters/slack/threads"
 	"github.com/casebook/casebook/commands"
+	"github.com/casebook/casebook/duejobs"
 	"github.com/casebook/casebook/eventstore"
 	"github.com/casebook/casebook/eventstore/kurrent"
 	"github.com/casebook/casebook/eventstore/postgres"
@@ -72,6 +73,9 @@ type Config struct {
 	SlackOAuth slackinstall.OAuthConfig
 	// SlackResponseURLPrefix is the prefix a Slack response_url must have (callbacks' default if "").
 	SlackResponseURLPrefix string
+	// DueTick is how often an idle ticker looks for due jobs (DefaultDueTick if zero; negative
+	// disables the ticker, for tools and tests that drive ticks themselves).
+	DueTick time.Duration
 }
 
 // App is an opened Casebook.
@@ -96,6 +100,13 @@ type App struct {
 	Lists *lists.Service
 	// Console is the operator console under /console (wired in console.go).
 	Console *console.Console
+	// DueJobs holds follow-ups, SLA warnings and breaches, and escalations; Ticker runs them
+	// (started by Serve).
+	DueJobs    *duejobs.Store
+	Ticker     *duejobs.Ticker
+	dueMetrics dueMetrics
+	// dueDecided, if set, runs between a due job's re-read of its inquiry and its append (tests).
+	dueDecided func(duejobs.Job)
 
 	// projDB is the handle subscribers write through: in embedded mode a second handle on the same
 	// file without an fsync per commit (their output replays from the log); otherwise DB.
@@ -225,6 +236,9 @@ func (a *App) wire(ctx context.Context) error {
 	if err := a.wireConsole(ctx); err != nil {
 		return err
 	}
+	if err := a.wireDue(ctx); err != nil {
+		return err
+	}
 	return a.wireCallbacks(ctx)
 }
 
@@ -304,7 +318,7 @@ func (a *App) Handler() http.Handler {
 // methods and status classes, and per-projection figures over the whole log.
 func (a *App) handlers() (api, metrics http.Handler) {
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), projectionCollector{a}, storageCollector{a})
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), projectionCollector{a}, storageCollector{a}, dueCollector{a})
 	metrics = promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
 	s := &httpapi.Server{
 		Commands: a.audited(), Reader: a.Reader, Tenancy: a.Tenancy, QueryModel: a.QueryModel(),
@@ -366,6 +380,12 @@ func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 		wg.Go(func() { _ = r.Run(subCtx) })
 	}
 	wg.Go(func() { a.checkVersions(subCtx) })
+	if tick := a.Config.DueTick; tick >= 0 {
+		if tick == 0 {
+			tick = DefaultDueTick
+		}
+		wg.Go(func() { a.Ticker.Run(subCtx, tick) })
+	}
 	if err := a.Effects.Start(subCtx); err != nil {
 		stopSubs()
 		wg.Wait()

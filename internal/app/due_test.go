@@ -1,0 +1,277 @@
+package app_test
+
+import (
+	"encoding/json"
+	"log/slog"
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/casebook/casebook/commands"
+	"github.com/casebook/casebook/domain"
+	"github.com/casebook/casebook/duejobs"
+	"github.com/casebook/casebook/eventstore"
+	"github.com/casebook/casebook/internal/app"
+	"github.com/casebook/casebook/internal/apptest"
+	"github.com/casebook/casebook/internal/dbtest"
+	"github.com/casebook/casebook/projections"
+)
+
+var dueT0 = time.Date(2026, 11, 2, 9, 0, 0, 0, time.UTC) // a Monday
+
+type dueBundle struct {
+	a      *app.App
+	clock  *apptest.Clock
+	tenant domain.TenantID
+	admin  domain.Principal
+	op     domain.Principal
+}
+
+func dueSetup(t *testing.T, b apptest.Backend) dueBundle {
+	t.Helper()
+	clock := apptest.NewClock(dueT0)
+	cfg := b.Config(t)
+	cfg.Now, cfg.DueTick, cfg.Logger = clock.Now, -1, slog.New(slog.DiscardHandler)
+	a := apptest.Open(t, cfg)
+	ten, admin, _, err := a.Tenancy.CreateTenant(t.Context(), "acme")
+	if err != nil {
+		t.Fatal(err)
+	}
+	op, _, err := a.Tenancy.CreatePrincipal(t.Context(), "acme", "Olga", domain.RoleOperator, "support")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dueBundle{a: a, clock: clock, tenant: ten.ID, admin: admin, op: op}
+}
+
+func (d dueBundle) setPolicy(t *testing.T, js string) {
+	t.Helper()
+	if _, _, err := d.a.Commands.SetSLAPolicy(t.Context(), commands.SetSLAPolicy{Tenant: d.tenant, Actor: d.admin, Policy: []byte(js)}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (d dueBundle) tick(t *testing.T) duejobs.TickResult {
+	t.Helper()
+	apptest.CatchUp(t, d.a)
+	res, err := d.a.Ticker.Tick(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	apptest.CatchUp(t, d.a)
+	return res
+}
+
+// types returns the event types of an inquiry's stream from revision from on.
+func (d dueBundle) types(t *testing.T, id domain.InquiryID) []string {
+	t.Helper()
+	recs, err := d.a.Store.ReadStream(t.Context(), eventstore.InquiryStream(d.tenant, id), 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, r := range recs {
+		out = append(out, r.Type)
+	}
+	return out
+}
+
+func (d dueBundle) pending(t *testing.T, id domain.InquiryID) []string {
+	t.Helper()
+	jobs, err := d.a.DueJobs.List(t.Context(), d.tenant, duejobs.ListFilter{Inquiry: id, State: duejobs.StatePending})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, j := range jobs {
+		out = append(out, j.Kind+"/"+j.Target)
+	}
+	slices.Sort(out)
+	return out
+}
+
+const duePolicy = `{"time_zone":"UTC","targets":{"normal":{"first_response":"1h","resolution":"4h"}},"warning_at":0.5}`
+
+// TestSLAWarningBreachEscalation: an inquiry under a policy gets its warning, then its breach, then
+// an escalation, each once, as time passes; the claim (its first response) ends the first-response
+// jobs; the resolution ends the rest. On SQLite and Postgres.
+func TestSLAWarningBreachEscalation(t *testing.T) {
+	t.Parallel()
+	for _, b := range apptest.Backends {
+		t.Run(b.Name, func(t *testing.T) {
+			t.Parallel()
+			d := dueSetup(t, b)
+			d.setPolicy(t, duePolicy)
+			id := apptest.Intake(t, d.a, d.tenant, "k1")
+			apptest.CatchUp(t, d.a)
+			want := []string{"sla_breach/first_response", "sla_breach/resolution", "sla_warning/first_response", "sla_warning/resolution"}
+			if diff := cmp.Diff(want, d.pending(t, id)); diff != "" {
+				t.Fatalf("jobs after intake: %s", diff)
+			}
+			if res := d.tick(t); res.Claimed != 0 {
+				t.Fatalf("claimed before anything was due: %+v", res)
+			}
+			d.clock.Advance(31 * time.Minute)
+			if res := d.tick(t); res.Fired != 1 {
+				t.Fatalf("warning tick: %+v", res)
+			}
+			d.clock.Advance(30 * time.Minute)
+			if res := d.tick(t); res.Fired != 1 {
+				t.Fatalf("breach tick: %+v", res)
+			}
+			if res := d.tick(t); res.Fired != 1 { // the escalation, due at the breach
+				t.Fatalf("escalation tick: %+v", res)
+			}
+			if diff := cmp.Diff([]string{"InquiryReceived", "SLAWarning", "SLABreached", "InquiryEscalated"}, d.types(t, id)); diff != "" {
+				t.Fatalf("events: %s", diff)
+			}
+			q, err := d.a.Commands.Load(t.Context(), d.tenant, id)
+			if err != nil || q.EscalationLevel != 1 || !slices.Equal(q.Breached(), []string{domain.TargetFirstResponse}) {
+				t.Fatalf("inquiry: level %d breached %v %v", q.EscalationLevel, q.Breached(), err)
+			}
+			if _, err := d.a.Commands.Claim(t.Context(), commands.Claim{Target: commands.Target{Tenant: d.tenant, InquiryID: id, Actor: d.op}}); err != nil {
+				t.Fatal(err)
+			}
+			apptest.CatchUp(t, d.a)
+			if diff := cmp.Diff([]string{"sla_breach/resolution", "sla_warning/resolution"}, d.pending(t, id)); diff != "" {
+				t.Fatalf("jobs after the claim: %s", diff)
+			}
+			apptest.Transition(t, d.a, d.op, id, domain.StatusResolved, "")
+			apptest.CatchUp(t, d.a)
+			if p := d.pending(t, id); len(p) != 0 {
+				t.Fatalf("jobs after resolution: %v", p)
+			}
+			d.clock.Advance(10 * time.Hour)
+			if res := d.tick(t); res.Claimed != 0 {
+				t.Fatalf("ran jobs after resolution: %+v", res)
+			}
+		})
+	}
+}
+
+// TestDueJobCancellationRace: a reminder whose inquiry is resolved while the job runs (between its
+// re-read and its append) appends nothing: no reminder after resolution. On SQLite and Postgres.
+func TestDueJobCancellationRace(t *testing.T) {
+	t.Parallel()
+	for _, b := range apptest.Backends {
+		t.Run(b.Name, func(t *testing.T) {
+			t.Parallel()
+			d := dueSetup(t, b)
+			id := apptest.Intake(t, d.a, d.tenant, "k1")
+			target := commands.Target{Tenant: d.tenant, InquiryID: id, Actor: d.op}
+			if _, err := d.a.Commands.Claim(t.Context(), commands.Claim{Target: target}); err != nil {
+				t.Fatal(err)
+			}
+			fu, err := d.a.Commands.ScheduleFollowUp(t.Context(), commands.ScheduleFollowUp{Target: target, In: time.Hour, Note: "call back"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			apptest.CatchUp(t, d.a)
+			d.clock.Advance(time.Hour)
+			raced := 0
+			app.SetDueDecided(d.a, func(j duejobs.Job) {
+				if raced++; raced == 1 {
+					apptest.Transition(t, d.a, d.op, id, domain.StatusResolved, "")
+				}
+			})
+			res := d.tick(t)
+			if res.Claimed != 1 || res.MovedOn != 1 || res.Fired != 0 {
+				t.Fatalf("tick: %+v", res)
+			}
+			if slices.Contains(d.types(t, id), "FollowUpDue") {
+				t.Fatalf("a reminder was appended after the resolution: %v", d.types(t, id))
+			}
+			j, err := d.a.DueJobs.Get(t.Context(), d.tenant, fu.JobID)
+			if err != nil || j.State != duejobs.StateDone || j.Outcome != duejobs.OutcomeMovedOn {
+				t.Fatalf("job %+v %v", j, err)
+			}
+		})
+	}
+}
+
+// TestFollowUpFiresOnce: a reminder set through the command fires once at its time, naming its
+// recipients; running its job again (a claim that expired after the append) appends nothing more.
+func TestFollowUpFiresOnce(t *testing.T) {
+	t.Parallel()
+	for _, b := range apptest.Backends {
+		t.Run(b.Name, func(t *testing.T) {
+			t.Parallel()
+			d := dueSetup(t, b)
+			id := apptest.Intake(t, d.a, d.tenant, "k1")
+			target := commands.Target{Tenant: d.tenant, InquiryID: id, Actor: d.op, IdempotencyKey: "fu-1"}
+			fu, err := d.a.Commands.ScheduleFollowUp(t.Context(), commands.ScheduleFollowUp{Target: target, In: 2 * time.Hour})
+			if err != nil {
+				t.Fatal(err)
+			}
+			again, err := d.a.Commands.ScheduleFollowUp(t.Context(), commands.ScheduleFollowUp{Target: target, In: 2 * time.Hour})
+			if err != nil || again.JobID != fu.JobID || !again.Replayed || !again.DueAt.Equal(fu.DueAt) {
+				t.Fatalf("retried request: %+v %v (first %+v)", again, err, fu)
+			}
+			d.clock.Advance(2*time.Hour - time.Second)
+			if res := d.tick(t); res.Claimed != 0 {
+				t.Fatalf("fired early: %+v", res)
+			}
+			d.clock.Advance(time.Second)
+			if res := d.tick(t); res.Fired != 1 {
+				t.Fatalf("tick: %+v", res)
+			}
+			j, _ := d.a.DueJobs.Get(t.Context(), d.tenant, fu.JobID)
+			second, err := d.a.Commands.FireDue(t.Context(), commands.FireDue{Target: commands.Target{Tenant: d.tenant, InquiryID: id}, Job: j.DueJob()})
+			if err != nil || !second.Fired || !second.Replayed {
+				t.Fatalf("second run: %+v %v", second, err)
+			}
+			if diff := cmp.Diff([]string{"InquiryReceived", "FollowUpScheduled", "FollowUpDue"}, d.types(t, id)); diff != "" {
+				t.Fatalf("events: %s", diff)
+			}
+			recs, _ := d.a.Store.ReadStream(t.Context(), eventstore.InquiryStream(d.tenant, id), 2, 1)
+			var due domain.FollowUpDue
+			if err := json.Unmarshal(recs[0].Data, &due); err != nil || !slices.Equal(due.Recipients, []domain.PrincipalID{d.op.ID}) {
+				t.Fatalf("recipients %v %v", due.Recipients, err)
+			}
+		})
+	}
+}
+
+// TestSLAClockReplays: rebuilding the schedules projection from the log gives the same clock (due
+// times, breaches, first responses), though the policy changed after the inquiries arrived.
+func TestSLAClockReplays(t *testing.T) {
+	t.Parallel()
+	for _, b := range apptest.Backends {
+		t.Run(b.Name, func(t *testing.T) {
+			t.Parallel()
+			d := dueSetup(t, b)
+			d.setPolicy(t, duePolicy)
+			id1 := apptest.Intake(t, d.a, d.tenant, "k1")
+			apptest.CatchUp(t, d.a)
+			d.clock.Advance(61 * time.Minute)
+			d.tick(t)
+			d.tick(t)
+			d.setPolicy(t, `{"time_zone":"Europe/Berlin","business_hours":{"mon":["09:00","17:00"]},"targets":{"normal":{"first_response":"3h"}}}`)
+			id2 := apptest.Intake(t, d.a, d.tenant, "k2")
+			apptest.Transition(t, d.a, d.op, id1, domain.StatusTriaged, domain.PriorityNormal)
+			apptest.CatchUp(t, d.a)
+			query := `SELECT inquiry_id || '|' || coalesce(first_response_due_at, 0) || '|' || coalesce(resolution_due_at, 0) || '|' ||
+				coalesce(first_responded_at, 0) || '|' || breached_targets || '|' || escalation_level FROM sla_clock ORDER BY inquiry_id`
+			before := dbtest.Strings(t, d.a.DB, query)
+			if len(before) != 2 {
+				t.Fatalf("clock rows %v", before)
+			}
+			res, err := projections.Rebuild(t.Context(), d.a.Store, d.a.DB, d.a.Schedules().Projection, projections.RebuildOptions{Logger: slog.New(slog.DiscardHandler), Now: d.clock.Now})
+			if err != nil || !res.Switched {
+				t.Fatalf("rebuild %+v %v", res, err)
+			}
+			if diff := cmp.Diff(before, dbtest.Strings(t, d.a.DB, query)); diff != "" {
+				t.Fatalf("rebuilt clock differs: %s", diff)
+			}
+			// The second inquiry is measured by the Berlin policy: Monday 11:01 CET + 3 business hours.
+			row := dbtest.Strings(t, d.a.DB, `SELECT coalesce(first_response_due_at, 0) || '' FROM sla_clock WHERE inquiry_id = ?`, string(id2))
+			want := time.Date(2026, 11, 2, 14, 1, 0, 0, time.FixedZone("CET", 3600)).UnixNano()
+			if len(row) != 1 || row[0] != strconv.FormatInt(want, 10) {
+				t.Fatalf("second inquiry due %v, want %d", row, want)
+			}
+		})
+	}
+}
