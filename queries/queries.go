@@ -55,8 +55,12 @@ type Filter struct {
 	Team     string
 	Receipt  string
 	Subject  string
-	Limit    int
-	Cursor   string
+	// Breached selects inquiries with (true) or without (false) a breached SLA target.
+	Breached *bool
+	// DueBefore selects inquiries promised before it: a due date or a running SLA due time.
+	DueBefore time.Time
+	Limit     int
+	Cursor    string
 }
 
 // Page limits.
@@ -135,6 +139,7 @@ func (r *Reader) List(ctx context.Context, tenant domain.TenantID, f Filter) ([]
 		}
 		where, args = append(where, `lower(subject) LIKE ? ESCAPE '\'`), append(args, "%"+likeEscape(strings.ToLower(f.Subject))+"%")
 	}
+	where, args = clockFilters(f, where, args)
 	if f.Cursor != "" {
 		created, id, err := decodeCursor(f.Cursor)
 		if err != nil {

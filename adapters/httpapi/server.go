@@ -81,6 +81,9 @@ type Server struct {
 	Console http.Handler
 	// Now is the clock for default ranges (time.Now if nil).
 	Now func() time.Time
+	// Due serves the due-job admin routes, the SLA policy and the detail's "sla" and
+	// "pending_jobs"; nil disables them.
+	Due Due
 }
 
 // Handler returns the routed API.
@@ -126,6 +129,7 @@ func (s *Server) router() *mux.Router {
 	st.Use(s.authenticate)
 	st.HandleFunc("", s.stats).Methods(http.MethodGet)
 	s.consoleRoutes(r)
+	s.dueInquiryRoutes(a)
 	return r
 }
 
@@ -460,7 +464,8 @@ func (s *Server) read(w http.ResponseWriter, r *http.Request) (domain.Principal,
 // listParams are the list route's query parameters; any other answers 400 rather than being
 // ignored (a misspelt filter would otherwise list everything).
 var listParams = map[string]bool{"status": true, "owner": true, "priority": true, "team": true, "receipt": true,
-	"subject": true, "limit": true, "cursor": true, "consistent": true, "min_position": true}
+	"subject": true, "limit": true, "cursor": true, "consistent": true, "min_position": true,
+	"breached": true, "due_before": true}
 
 func (s *Server) listInquiries(w http.ResponseWriter, r *http.Request) {
 	p, ok := s.read(w, r)
@@ -499,6 +504,10 @@ func (s *Server) listInquiries(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	if err := clockFilter(q, &f); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
 	if c := q.Get("cursor"); c != "" {
 		if f.Cursor, err = s.tokens.openCursor(p.TenantID, f, c); err != nil {
 			s.writeError(w, r, err)
@@ -531,7 +540,7 @@ func (s *Server) getInquiry(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("ETag", strconv.Quote(strconv.FormatUint(q.Version, 10)))
-	writeJSON(w, http.StatusOK, s.withSlack(r.Context(), p.TenantID, q.ID, q))
+	writeJSON(w, http.StatusOK, s.withDue(r.Context(), p.TenantID, q.ID, s.withSlack(r.Context(), p.TenantID, q.ID, q)))
 }
 
 func (s *Server) timeline(w http.ResponseWriter, r *http.Request) {

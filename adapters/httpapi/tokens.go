@@ -8,7 +8,9 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/casebook/casebook/domain"
 	"github.com/casebook/casebook/eventstore"
@@ -57,7 +59,12 @@ var b64 = base64.RawURLEncoding
 
 func (t *tokens) cursorMAC(tenant domain.TenantID, f queries.Filter, raw string) []byte {
 	m := hmac.New(sha256.New, t.cursorKey)
-	for _, part := range []string{string(tenant), string(f.Status), string(f.Owner), string(f.Priority), f.Team, f.Receipt, f.Subject, raw} {
+	breached := ""
+	if f.Breached != nil {
+		breached = strconv.FormatBool(*f.Breached)
+	}
+	for _, part := range []string{string(tenant), string(f.Status), string(f.Owner), string(f.Priority), f.Team, f.Receipt, f.Subject,
+		breached, f.DueBefore.UTC().Format(time.RFC3339Nano), raw} {
 		m.Write([]byte(part))
 		m.Write([]byte{0})
 	}

@@ -327,6 +327,7 @@ func (a *App) handlers() (api, metrics http.Handler) {
 		SlackOAuth:     slackOAuth{a.SlackOAuth},
 		SlackCallbacks: a.Callbacks,
 		Console:        a.Console, Now: a.Config.Now,
+		Due: dueAPI{a},
 	}
 	if !a.separateMetrics() {
 		s.Metrics = metrics

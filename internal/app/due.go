@@ -82,3 +82,27 @@ func (a *App) Schedules() *projections.Runner {
 	}
 	return nil
 }
+
+// dueAPI serves the HTTP API's due-job and SLA-policy reads and reviews.
+type dueAPI struct{ a *App }
+
+func (d dueAPI) DueJobs(ctx context.Context, tenant domain.TenantID, f duejobs.ListFilter) ([]duejobs.Job, error) {
+	return d.a.DueJobs.List(ctx, tenant, f)
+}
+
+func (d dueAPI) DueJob(ctx context.Context, tenant domain.TenantID, id string) (duejobs.Job, []duejobs.HistoryEntry, error) {
+	j, err := d.a.DueJobs.Get(ctx, tenant, id)
+	if err != nil {
+		return duejobs.Job{}, nil, err
+	}
+	h, err := d.a.DueJobs.History(ctx, tenant, id)
+	return j, h, err
+}
+
+func (d dueAPI) ReviewDueJob(ctx context.Context, r duejobs.Review) (duejobs.Job, error) {
+	return d.a.DueJobs.Review(ctx, r)
+}
+
+func (d dueAPI) SLAPolicy(ctx context.Context, tenant domain.TenantID) (*domain.SLAPolicy, error) {
+	return d.a.Commands.SLAPolicy(ctx, tenant)
+}
