@@ -72,6 +72,11 @@ commands:
                                              Slack effect jobs and destination circuits
   lists activate|deactivate|check|circuit-close|status
                                              Slack List projections (disabled until activated)
+  sla set|show --tenant S [--file policy.json]
+                                             a tenant's SLA policy: zone, business hours, holidays, targets
+  jobs list|show|retry|cancel|resolve --tenant S [--id J] [--state S] [--reason R]
+                                             due jobs (follow-ups, SLA warnings and breaches, escalations);
+                                             reviewed manual recovery
   dev fake-slack [--addr A]                  serve the fake Slack Web API for local demos
   version                                    print the version, commit and Go version
 
@@ -111,6 +116,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return effectsCmd(ctx, rest, stdout, stderr)
 	case "lists":
 		return listsCmd(ctx, rest, stdout, stderr)
+	case "sla":
+		return slaCmd(ctx, rest, stdout, stderr)
+	case "jobs":
+		return jobsCmd(ctx, rest, stdout, stderr)
 	case "dev":
 		return devCmd(ctx, rest, stdout, stderr)
 	case "version", "--version":
@@ -189,12 +198,19 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 		"serve /metrics only on this address, for operators' scrapers; empty: on --addr (CASEBOOK_METRICS_ADDR)")
 	rebuildStale := fs.Bool("rebuild-stale", envOr("CASEBOOK_REBUILD_STALE", "") == "true",
 		"rebuild in the background every projection built by another code version (CASEBOOK_REBUILD_STALE=true)")
+	tickDefault, err := time.ParseDuration(envOr("CASEBOOK_DUE_TICK", "1s"))
+	if err != nil || tickDefault <= 0 {
+		return fmt.Errorf("CASEBOOK_DUE_TICK: want a positive duration such as 1s, got %q", os.Getenv("CASEBOOK_DUE_TICK"))
+	}
+	dueTick := fs.Duration("due-tick", tickDefault, "how often an idle ticker looks for due follow-ups, SLA warnings and escalations (CASEBOOK_DUE_TICK)")
 	public := publicFlags(fs)
 	oauth := slackOAuthFlags(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	var err error
+	if *dueTick <= 0 {
+		return errors.New("serve: --due-tick must be positive")
+	}
 	if sf.public, err = public(); err != nil {
 		return err
 	}
@@ -203,6 +219,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	cfg.RebuildStale = *rebuildStale
 	cfg.MetricsAddr = *metricsAddr
 	cfg.SlackOAuth = *oauth
+	cfg.DueTick = *dueTick
 	a, err := app.Open(ctx, cfg)
 	if err != nil {
 		return err
