@@ -1,9 +1,6 @@
 package httpapi
 
 import (
-	"crypto/aes"
-	"crypto/cipher"
-	"crypto/hkdf"
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
@@ -14,6 +11,7 @@ import (
 
 	"github.com/casebook/casebook/domain"
 	"github.com/casebook/casebook/eventstore"
+	"github.com/casebook/casebook/internal/seal"
 	"github.com/casebook/casebook/queries"
 )
 
@@ -26,7 +24,7 @@ import (
 //     token, which only its tenant can use.
 type tokens struct {
 	cursorKey []byte
-	positions cipher.AEAD
+	positions *seal.AEAD
 }
 
 func newTokens(secret []byte) *tokens {
@@ -36,23 +34,15 @@ func newTokens(secret []byte) *tokens {
 		secret = make([]byte, 32)
 		_, _ = rand.Read(secret)
 	}
-	ck, err := hkdf.Key(sha256.New, secret, nil, "casebook/httpapi cursor v1", 32)
+	ck, err := seal.Key(secret, "casebook/httpapi cursor v1")
+	if err != nil {
+		panic(err) // only for an impossible key length
+	}
+	positions, err := seal.New(secret, "casebook/httpapi position v1")
 	if err != nil {
 		panic(err)
 	}
-	pk, err := hkdf.Key(sha256.New, secret, nil, "casebook/httpapi position v1", 32)
-	if err != nil {
-		panic(err)
-	}
-	block, err := aes.NewCipher(pk)
-	if err != nil {
-		panic(err)
-	}
-	aead, err := cipher.NewGCM(block)
-	if err != nil {
-		panic(err)
-	}
-	return &tokens{cursorKey: ck, positions: aead}
+	return &tokens{cursorKey: ck, positions: positions}
 }
 
 var b64 = base64.RawURLEncoding
@@ -90,20 +80,17 @@ func (t *tokens) openCursor(tenant domain.TenantID, f queries.Filter, c string) 
 
 // sealPosition encrypts a log position for tenant.
 func (t *tokens) sealPosition(tenant domain.TenantID, p eventstore.Position) string {
-	nonce := make([]byte, t.positions.NonceSize(), t.positions.NonceSize()+64)
-	_, _ = rand.Read(nonce)
-	return b64.EncodeToString(t.positions.Seal(nonce, nonce, []byte(p.String()), []byte(tenant)))
+	return b64.EncodeToString(t.positions.Seal([]byte(p.String()), []byte(tenant)))
 }
 
 // openPosition decrypts a position token sealed for tenant; anything else is a 400.
 func (t *tokens) openPosition(tenant domain.TenantID, tok string) (eventstore.Position, error) {
 	bad := &apiError{400, "bad_request", "min_position is not a position this API returned"}
 	b, err := b64.DecodeString(tok)
-	n := t.positions.NonceSize()
-	if err != nil || len(b) < n {
+	if err != nil {
 		return eventstore.Position{}, bad
 	}
-	plain, err := t.positions.Open(nil, b[:n], b[n:], []byte(tenant))
+	plain, err := t.positions.Open(b, []byte(tenant))
 	if err != nil {
 		return eventstore.Position{}, bad
 	}

@@ -1,17 +1,15 @@
 package slackinstall
 
 import (
-	"crypto/aes"
-	"crypto/cipher"
-	"crypto/hkdf"
 	"crypto/hmac"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/casebook/casebook/internal/seal"
 )
 
 // sealInfo is the HKDF info string: changing it rotates every sealed secret.
@@ -21,7 +19,7 @@ const sealInfo = "casebook/slack/installation-secrets/v1"
 // secret by HKDF-SHA256 (info sealInfo). The additional data binds a ciphertext to its installation
 // and field, so a sealed token cannot be moved to another row or column.
 type Sealer struct {
-	aead   cipher.AEAD
+	aead   *seal.AEAD
 	refKey []byte
 }
 
@@ -30,19 +28,11 @@ func NewSealer(instanceSecret []byte) (*Sealer, error) {
 	if len(instanceSecret) < 16 {
 		return nil, errors.New("slackinstall: instance secret too short")
 	}
-	key, err := hkdf.Key(sha256.New, instanceSecret, nil, sealInfo, 32)
+	aead, err := seal.New(instanceSecret, sealInfo)
 	if err != nil {
 		return nil, err
 	}
-	block, err := aes.NewCipher(key)
-	if err != nil {
-		return nil, err
-	}
-	aead, err := cipher.NewGCM(block)
-	if err != nil {
-		return nil, err
-	}
-	refKey, err := hkdf.Key(sha256.New, instanceSecret, nil, refInfo, 32)
+	refKey, err := seal.Key(instanceSecret, refInfo)
 	if err != nil {
 		return nil, err
 	}
@@ -62,10 +52,7 @@ func (s *Sealer) Ref(key string) string {
 
 // Seal returns "v1:" + base64(nonce || ciphertext).
 func (s *Sealer) Seal(plain, aad string) string {
-	nonce := make([]byte, s.aead.NonceSize())
-	_, _ = rand.Read(nonce)
-	out := s.aead.Seal(nonce, nonce, []byte(plain), []byte(aad))
-	return "v1:" + base64.RawStdEncoding.EncodeToString(out)
+	return "v1:" + base64.RawStdEncoding.EncodeToString(s.aead.Seal([]byte(plain), []byte(aad)))
 }
 
 // Open reverses Seal; a wrong key, aad or a tampered value is an error.
@@ -75,11 +62,10 @@ func (s *Sealer) Open(sealed, aad string) (string, error) {
 		return "", errors.New("slackinstall: unknown sealed format")
 	}
 	b, err := base64.RawStdEncoding.DecodeString(raw)
-	if err != nil || len(b) < s.aead.NonceSize() {
+	if err != nil {
 		return "", errors.New("slackinstall: malformed sealed value")
 	}
-	n := s.aead.NonceSize()
-	plain, err := s.aead.Open(nil, b[:n], b[n:], []byte(aad))
+	plain, err := s.aead.Open(b, []byte(aad))
 	if err != nil {
 		return "", fmt.Errorf("slackinstall: open sealed value: %w", err)
 	}
