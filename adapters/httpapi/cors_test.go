@@ -93,7 +93,7 @@ fetch(%q, {method: "POST", headers: {"Content-Type": "application/json", "Idempo
 	}))
 	t.Cleanup(page.Close)
 	trusted := strings.Replace(page.URL, "127.0.0.1", "localhost", 1) // another origin than the API's
-	other := page.URL                                                  // 127.0.0.1:port: same host, another port
+	other := page.URL                                                 // 127.0.0.1:port: same host, another port
 	if _, err := tb.app.Tenancy.SetOrigins(t.Context(), "acme", []string{trusted}); err != nil {
 		t.Fatal(err)
 	}

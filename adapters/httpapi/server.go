@@ -365,7 +365,8 @@ func jsonFields(v any) map[string]bool {
 }
 
 // checkKeys refuses a top-level key that is not in fields (exact spelling), and in every object a
-// key given twice or two keys that differ only in case. Malformed JSON is left to the decoder.
+// key given twice or two keys that differ only in case. It reads up to the end of the first value;
+// what follows is left to the decoder.
 func checkKeys(body []byte, fields map[string]bool) error {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	type object struct{ keys map[string]bool }
@@ -374,7 +375,7 @@ func checkKeys(body []byte, fields map[string]bool) error {
 	for {
 		tok, err := dec.Token()
 		if err != nil {
-			return nil // end of input, or malformed: the decoder reports it
+			return badRequest("body must be a JSON object with documented fields only: malformed JSON")
 		}
 		switch t := tok.(type) {
 		case json.Delim:

@@ -144,8 +144,7 @@ func TestVersion(t *testing.T) {
 // the project's test helpers; the fake Slack it serves (dev fake-slack) included.
 func TestBinaryLinksNoTestCode(t *testing.T) {
 	t.Parallel()
-	gobin := filepath.Join(runtime.GOROOT(), "bin", "go")
-	out, err := exec.CommandContext(t.Context(), gobin, "list", "-deps", ".").Output()
+	out, err := exec.CommandContext(t.Context(), "go", "list", "-deps", ".").Output()
 	if err != nil {
 		t.Fatalf("go list: %v", err)
 	}

@@ -167,7 +167,7 @@ func TestMetricsOnSeparateAddress(t *testing.T) {
 	}
 	defer res.Body.Close()
 	b, _ := io.ReadAll(res.Body)
-	if res.StatusCode != 200 || !strings.Contains(string(b), "casebook_projection_lag_events") {
+	if res.StatusCode != http.StatusOK || !strings.Contains(string(b), "casebook_projection_lag_events") {
 		t.Fatalf("metrics address: %d %.200s", res.StatusCode, b)
 	}
 }
