@@ -71,32 +71,16 @@ func (r *Reader) Stats(ctx context.Context, tenant domain.TenantID, from, to tim
 		st.Days = append(st.Days, Day{Day: d.Format(dayLayout)})
 	}
 	lo, hi := from.UnixNano(), to.AddDate(0, 0, 1).UnixNano()
-	const day = int64(24 * time.Hour)
-	for _, c := range []struct {
-		col string
-		add func(*Day, int)
-	}{
-		{"created_at", func(d *Day, n int) { d.Received += n }},
-		{"closed_at", func(d *Day, n int) { d.Closed += n }},
+	for col, add := range map[string]func(*Day, int){
+		"created_at": func(d *Day, n int) { d.Received += n },
+		"closed_at":  func(d *Day, n int) { d.Closed += n },
 	} {
-		rows, err := r.DB.QueryContext(ctx, r.DB.Rebind(fmt.Sprintf(`SELECT %[1]s / %[2]d, count(*) FROM qm_inquiries
-			WHERE tenant_id = ? AND %[1]s >= ? AND %[1]s < ? GROUP BY %[1]s / %[2]d`, c.col, day)), tenant, lo, hi)
-		if err != nil {
-			return Stats{}, fmt.Errorf("stats: %w", err)
-		}
-		for rows.Next() {
-			var d int64
-			var n int
-			if err := rows.Scan(&d, &n); err != nil {
-				rows.Close()
-				return Stats{}, err
-			}
+		err := r.perDay(ctx, tenant, col, lo, hi, func(d int64, n int) {
 			if i, ok := index[d]; ok {
-				c.add(&st.Days[i], n)
+				add(&st.Days[i], n)
 			}
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
+		})
+		if err != nil {
 			return Stats{}, err
 		}
 	}
@@ -129,6 +113,26 @@ func (r *Reader) Stats(ctx context.Context, tenant domain.TenantID, from, to tim
 		}
 	}
 	return st, rows.Err()
+}
+
+// perDay counts the tenant's inquiries by the UTC day of col (a time column) in [lo, hi).
+func (r *Reader) perDay(ctx context.Context, tenant domain.TenantID, col string, lo, hi int64, add func(day int64, n int)) error {
+	const day = int64(24 * time.Hour)
+	rows, err := r.DB.QueryContext(ctx, r.DB.Rebind(fmt.Sprintf(`SELECT %[1]s / %[2]d, count(*) FROM qm_inquiries
+		WHERE tenant_id = ? AND %[1]s >= ? AND %[1]s < ? GROUP BY %[1]s / %[2]d`, col, day)), tenant, lo, hi)
+	if err != nil {
+		return fmt.Errorf("stats: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var d int64
+		var n int
+		if err := rows.Scan(&d, &n); err != nil {
+			return err
+		}
+		add(d, n)
+	}
+	return rows.Err()
 }
 
 // Counts returns the tenant's inquiries per status (every status, zeros included).

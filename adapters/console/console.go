@@ -171,10 +171,6 @@ func staticHandler(f fs.FS) http.Handler {
 	})
 }
 
-type ctxKey int
-
-const keySession ctxKey = 0
-
 // session is the signed-in principal of a request.
 type session struct {
 	P    domain.Principal
@@ -264,7 +260,7 @@ func (c *Console) signin(w http.ResponseWriter, r *http.Request) {
 	}
 	http.SetCookie(w, c.cookie(r, secret, s.ExpiresAt))
 	c.Logger.InfoContext(r.Context(), "console sign-in", "request_id", requestID(w), "principal", string(p.ID))
-	http.Redirect(w, r, next, http.StatusSeeOther)
+	http.Redirect(w, r, next, http.StatusSeeOther) //nolint:gosec // safeNext allows only local console paths
 }
 
 func (c *Console) secure(r *http.Request) bool { return r.TLS != nil || c.SecureCookies }
@@ -274,7 +270,9 @@ func (c *Console) cookie(r *http.Request, value string, expires time.Time) *http
 	if c.secure(r) {
 		name = secureCookieName
 	}
-	ck := &http.Cookie{Name: name, Value: value, Path: "/", HttpOnly: true, Secure: c.secure(r), SameSite: http.SameSiteLaxMode,
+	// Secure whenever the browser reaches the console over TLS; a plain-HTTP console (local use)
+	// could not keep a Secure cookie at all.
+	ck := &http.Cookie{Name: name, Value: value, Path: "/", HttpOnly: true, Secure: c.secure(r), SameSite: http.SameSiteLaxMode, //nolint:gosec // see above
 		Expires: expires}
 	if value == "" {
 		ck.MaxAge = -1

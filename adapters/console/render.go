@@ -36,8 +36,8 @@ var funcs = template.FuncMap{
 		}
 		return strings.ToUpper(s[:1]) + s[1:]
 	},
-	"path":  url.PathEscape,
-	"query": url.QueryEscape,
+	"path":    url.PathEscape,
+	"query":   url.QueryEscape,
 	"cleared": func(field string) bool { return domain.Cleared(field, domain.Personal) },
 }
 

@@ -59,7 +59,7 @@ func ScreenshotDir(t *testing.T, def string) string {
 	if dir == "" {
 		dir = def
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, 0o750); err != nil { //nolint:gosec // the directory is the test runner's own choice
 		t.Fatal(err)
 	}
 	return dir
@@ -72,7 +72,7 @@ func Screenshot(t *testing.T, ctx context.Context, dir, name string) {
 	if err != nil {
 		t.Fatalf("screenshot %s: %v", name, err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, name+".png"), png, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, name+".png"), png, 0o600); err != nil {
 		t.Fatal(err)
 	}
 }
