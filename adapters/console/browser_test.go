@@ -126,6 +126,9 @@ func TestConsoleInBrowser(t *testing.T) {
 	if s := text(ctx, "#slack-state"); !strings.Contains(s, "Saved; Slack") {
 		t.Errorf("Slack state reads %q", s)
 	}
+	if s := text(ctx, "#slack-targets"); !strings.Contains(s, "Thread in "+channel) || !strings.Contains(s, "503") {
+		t.Errorf("Slack targets read %q, want the thread's failed write", s)
+	}
 
 	// Claim.
 	run(ctx, "claim", chromedp.Click(chromedp.CSS("#claim")), chromedp.WaitVisible(flash("Claimed")))
@@ -166,6 +169,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	// Retry the dead-lettered effect, with a reason.
 	sel := "#effect-" + itoa(dead)
 	run(ctx, "admin", chromedp.Navigate(base+"/console/admin"), chromedp.WaitVisible(chromedp.CSS(sel)))
+	run(ctx, "destinations", chromedp.WaitVisible(chromedp.Search(`//section[@aria-label="Slack destinations"]//td[text()="`+channel+`"]`)))
 	browsertest.Screenshot(t, ctx, dir, "admin")
 	run(ctx, "retry", chromedp.SendKeys(chromedp.CSS("#er-"+itoa(dead)), "Slack was down; retrying"),
 		chromedp.Click(chromedp.CSS("#retry-"+itoa(dead))), chromedp.WaitVisible(flash("effect queued again")))

@@ -155,6 +155,7 @@ type inquiryView struct {
 	Owner     string
 	Timeline  []timelineRow
 	Slack     *SlackState
+	Targets   []Target
 	Edges     []edge
 	People    []personOption
 	Prios     []domain.Priority
@@ -237,6 +238,9 @@ func (c *Console) inquiryData(r *http.Request, s *session, id domain.InquiryID) 
 			h = SlackState{State: "unknown"}
 		}
 		v.Slack = &h
+		if v.Targets, err = c.Slack.Targets(ctx, s.P.TenantID, id); err != nil {
+			c.Logger.WarnContext(ctx, "console slack targets", "err", err)
+		}
 		if effects, err = c.Slack.Effects(ctx, s.P.TenantID, nil, id); err != nil {
 			c.Logger.WarnContext(ctx, "console effects", "err", err)
 		}

@@ -32,6 +32,17 @@ type Effect struct {
 	FinalizedAt *time.Time
 }
 
+// Target is one place an inquiry is projected to in Slack (its thread, a List row) and how the
+// last write there went.
+type Target struct {
+	Kind        string // thread or list_row
+	Destination string // channel or List id
+	LastSuccess time.Time
+	LastError   string
+	ErrorClass  string
+	LastErrorAt time.Time
+}
+
 // Circuit is a Slack destination's health.
 type Circuit struct {
 	Channel       string
@@ -54,6 +65,8 @@ type Table struct {
 // tenant's job or channel is domain.ErrNotFound).
 type Slack interface {
 	Health(ctx context.Context, tenant domain.TenantID, id domain.InquiryID) (SlackState, error)
+	// Targets are the inquiry's Slack targets (thread, List rows) with their last outcome.
+	Targets(ctx context.Context, tenant domain.TenantID, id domain.InquiryID) ([]Target, error)
 	// Effects lists the tenant's effect jobs, newest first; states filters when not empty, and
 	// inquiry when set.
 	Effects(ctx context.Context, tenant domain.TenantID, states []string, inquiry domain.InquiryID) ([]Effect, error)

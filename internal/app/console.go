@@ -2,7 +2,9 @@ package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/casebook/casebook/adapters/console"
@@ -37,6 +39,24 @@ func (s consoleSlack) Health(ctx context.Context, tenant domain.TenantID, id dom
 	}
 	return console.SlackState{State: h.State, DesiredVersion: h.DesiredVersion, ObservedVersion: h.ObservedVersion, Channel: h.Channel,
 		LastSuccess: h.LastSuccess, LastError: h.LastError, ErrorClass: h.ErrorClass}, nil
+}
+
+// Targets reads the effect runtime's per-target health: the thread and each List row.
+func (s consoleSlack) Targets(ctx context.Context, tenant domain.TenantID, id domain.InquiryID) ([]console.Target, error) {
+	hs, err := s.a.Effects.Health(ctx, tenant, id)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]console.Target, 0, len(hs))
+	for _, h := range hs {
+		kind := "thread"
+		if strings.Contains(h.Target.Kind, "list") {
+			kind = "list_row"
+		}
+		out = append(out, console.Target{Kind: kind, Destination: h.Target.Destination, LastSuccess: h.LastSuccess, LastError: h.LastError,
+			ErrorClass: string(h.ErrorClass), LastErrorAt: h.LastErrorAt})
+	}
+	return out, nil
 }
 
 // Effects lists the effect jobs of every kind (threads, List rows) through the runtime's one listing.
@@ -107,5 +127,42 @@ func (s consoleSlack) Tables(ctx context.Context, tenant domain.TenantID) ([]con
 		}
 		t.Rows = append(t.Rows, []string{l.List, l.Team, l.Clearance, activation, schema, circuit, cool, fmt.Sprintf("%d synced, %d failing", l.Sync.Synced, l.Sync.Failing)})
 	}
-	return []console.Table{t}, nil
+	inst := console.Table{Title: "Slack installations", Note: "Install with casebook slack install or the OAuth flow.",
+		Columns: []string{"Installation (enterprise/team/app)"}}
+	keys, err := s.a.Slack.InstallationKeys(ctx, tenant)
+	if err != nil {
+		return nil, err
+	}
+	for _, k := range keys {
+		inst.Rows = append(inst.Rows, []string{k})
+	}
+	dest := console.Table{Title: "Slack destinations", Note: "Where each team's threads go (casebook slack destination); a team without its own uses the default.",
+		Columns: []string{"Team", "Channel", "Clearance", "Installation"}}
+	teams := []string{""}
+	ps, err := s.a.Tenancy.Principals(ctx, tenant)
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range ps {
+		if p.Team != "" && !slices.Contains(teams, p.Team) {
+			teams = append(teams, p.Team)
+		}
+	}
+	seen := map[string]bool{}
+	for _, team := range teams {
+		d, err := s.a.Slack.DestinationFor(ctx, tenant, team)
+		if errors.Is(err, domain.ErrNotFound) || (err == nil && seen[d.ID]) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		seen[d.ID] = true
+		label := d.Team
+		if label == "" {
+			label = "(default)"
+		}
+		dest.Rows = append(dest.Rows, []string{label, d.Channel, d.ClearanceStr, d.Installation.ID})
+	}
+	return []console.Table{inst, dest, t}, nil
 }
