@@ -3,6 +3,7 @@ package httpapi
 import (
 	"context"
 	"net/http"
+	"time"
 
 	"github.com/gorilla/mux"
 	"github.com/prometheus/client_golang/prometheus"
@@ -44,8 +45,39 @@ func (s *Server) requireAdmin(next http.Handler) http.Handler {
 	})
 }
 
-func (s *Server) listProjections(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, http.StatusOK, map[string]any{"items": s.Admin.ProjectionStatuses()})
+// projectionView is a subscriber's health as a tenant's admin sees it. Log positions, event counts
+// and the last error describe every tenant's writes (an error names another tenant's stream), so
+// they stay with the operator's CLI (casebook projections list); parked counts only this tenant's
+// streams.
+type projectionView struct {
+	Name         string                 `json:"name"`
+	Generation   projections.Generation `json:"generation"`
+	Version      int                    `json:"version"`
+	CodeVersion  int                    `json:"code_version"`
+	State        projections.State      `json:"state"`
+	Owner        bool                   `json:"owner"`
+	CaughtUp     bool                   `json:"caught_up"`
+	EverCaughtUp bool                   `json:"ever_caught_up"`
+	LagSeconds   float64                `json:"lag_seconds"`
+	Parked       int                    `json:"parked"`
+	Failing      bool                   `json:"failing"` // the subscriber's last batch failed
+	Heartbeat    time.Time              `json:"heartbeat,omitzero"`
+}
+
+func (s *Server) listProjections(w http.ResponseWriter, r *http.Request) {
+	tenant := principal(r).TenantID
+	var items []projectionView
+	for _, st := range s.Admin.ProjectionStatuses() {
+		parked, err := s.Admin.Parked(r.Context(), st.Name, tenant)
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		items = append(items, projectionView{Name: st.Name, Generation: st.Generation, Version: st.Version, CodeVersion: st.CodeVersion,
+			State: st.State, Owner: st.Owner, CaughtUp: st.CaughtUp, EverCaughtUp: st.EverCaughtUp, LagSeconds: st.LagSeconds,
+			Parked: len(parked), Failing: st.LastError != "", Heartbeat: st.Heartbeat})
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"items": items})
 }
 
 func (s *Server) listParked(w http.ResponseWriter, r *http.Request) {

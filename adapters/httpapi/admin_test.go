@@ -46,6 +46,17 @@ func TestAdminProjections(t *testing.T) {
 	if st["name"] != "querymodel" || st["parked"] != 1.0 || st["owner"] != true || st["state"] != "running" {
 		t.Fatalf("status = %v", st)
 	}
+	// Another tenant's admin sees none of acme's parked streams, and nobody sees log positions, event
+	// counts or errors, which describe every tenant's writes.
+	other := tb.do(t, "GET", "/v1/admin/projections", tb.other, nil, "")
+	if st := other.body["items"].([]any)[0].(map[string]any); st["parked"] != 0.0 {
+		t.Fatalf("globex's status = %v", st)
+	}
+	for _, leak := range []string{"position", "head", "processed", "lag_events", "last_error", stream} {
+		if strings.Contains(r.raw, `"`+leak+`"`) || strings.Contains(other.raw, leak) {
+			t.Errorf("projection statuses carry %q: %s", leak, other.raw)
+		}
+	}
 	for _, tok := range []string{tb.op, tb.viewer} {
 		if r := tb.do(t, "GET", "/v1/admin/projections", tok, nil, ""); r.status != 403 {
 			t.Fatalf("non-admin = %d", r.status)
