@@ -135,7 +135,9 @@ CREATE TABLE IF NOT EXISTS due_job_history (
 	action TEXT   NOT NULL,
 	detail TEXT   NOT NULL DEFAULT '',
 	PRIMARY KEY (job_id, seq)
-)`}}
+)`}, {Version: 2, SQL: `
+DROP INDEX IF EXISTS due_jobs_ready;
+CREATE INDEX IF NOT EXISTS due_jobs_ready_id ON due_jobs (ready_at, id) WHERE ready_at IS NOT NULL`}}
 
 // Store is the due_jobs table.
 type Store struct {

@@ -3,8 +3,12 @@ package app_test
 import (
 	"encoding/json"
 	"log/slog"
+	"net/http/httptest"
+	"os"
+	"regexp"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -273,5 +277,30 @@ func TestSLAClockReplays(t *testing.T) {
 				t.Fatalf("second inquiry due %v, want %d", row, want)
 			}
 		})
+	}
+}
+
+// TestDueAlertRulesNameExportedMetrics: every metric the alert rules file uses is on /metrics, and
+// the rules cover overdue unclaimed jobs, expired claims, repeated failures and the dead letter.
+func TestDueAlertRulesNameExportedMetrics(t *testing.T) {
+	t.Parallel()
+	d := dueSetup(t, apptest.Backends[0])
+	rules, err := os.ReadFile("../../ops/prometheus/due-jobs.rules.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := httptest.NewRecorder()
+	d.a.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	metrics := rec.Body.String()
+	used := regexp.MustCompile(`casebook_due_[a-z_]+`).FindAllString(string(rules), -1)
+	for _, m := range used {
+		if !strings.Contains(metrics, "\n"+m+" ") && !strings.Contains(metrics, "\n"+m+"{") {
+			t.Errorf("the rules use %s, which /metrics does not export", m)
+		}
+	}
+	for _, m := range []string{"casebook_due_jobs_overdue_unclaimed", "casebook_due_jobs_expired_claims", "casebook_due_jobs_repeated_failures", "casebook_due_jobs_dead"} {
+		if !strings.Contains(string(rules), "expr: max("+m+")") {
+			t.Errorf("no alert on %s", m)
+		}
 	}
 }
