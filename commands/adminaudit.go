@@ -3,9 +3,7 @@ package commands
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/casebook/casebook/domain"
 	"github.com/casebook/casebook/internal/sqldb"
@@ -51,26 +49,23 @@ CREATE INDEX IF NOT EXISTS admin_audit_tenant ON admin_audit (tenant_id, at)`}})
 	return &AdminAudit{db: db}, nil
 }
 
-// CheckReason validates an admin action's reason: required, at most domain.MaxReasonLen characters.
+// CheckReason validates an admin action's reason under the one text policy: required (visible),
+// single-line, at most domain.MaxReasonLen characters. Run normalizes it first.
 func CheckReason(reason string) error {
-	reason = strings.TrimSpace(reason)
-	if reason == "" {
+	if !domain.Visible(reason) {
 		return domain.Invalid("reason", "is required for every admin action")
 	}
-	if !utf8.ValidString(reason) || utf8.RuneCountInString(reason) > domain.MaxReasonLen {
-		return domain.Invalid("reason", "must be at most %d characters", domain.MaxReasonLen)
-	}
-	return nil
+	return domain.CheckText("reason", reason, true, domain.MaxReasonLen, false)
 }
 
 // Run checks the reason, runs op and records its outcome (refused, failed or accepted). A refused
 // reason is recorded too, without running op.
 func (a *AdminAudit) Run(ctx context.Context, e AdminAction, now time.Time, op func() error) error {
+	e.Reason = Normalize(e.Reason, false)
 	err := CheckReason(e.Reason)
 	if err == nil {
 		err = op()
 	}
-	e.Reason = strings.TrimSpace(e.Reason)
 	e.Outcome, e.Code, e.At = OutcomeAccepted, ErrorCode(err), now.UTC()
 	switch {
 	case err != nil && e.Code == "internal":

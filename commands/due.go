@@ -37,6 +37,7 @@ func followUpJobID(t Target, salt string) string {
 
 // ScheduleFollowUp executes c.
 func (h *Handler) ScheduleFollowUp(ctx context.Context, c ScheduleFollowUp) (FollowUpResult, error) {
+	c.Note = Normalize(c.Note, true)
 	now := h.Now().UTC()
 	at := c.At
 	switch {

@@ -113,6 +113,22 @@ func TestTextPolicy(t *testing.T) {
 		t.Fatalf("stored note = %+v %v", e, err)
 	}
 
+	// Admin reasons, tenant display names and principal names: the same policy.
+	for _, v := range invisible {
+		if err := commands.CheckReason(commands.Normalize(v, false)); !errorsIsValidation(err, "reason") {
+			t.Errorf("admin reason %+q: %v", v, err)
+		}
+		if _, err := tb.tenancy.SetProfile(ctx, "acme", &v, nil); !errorsIsValidation(err, "name") {
+			t.Errorf("tenant display name %+q: %v", v, err)
+		}
+		if _, _, err := tb.tenancy.CreatePrincipal(ctx, "acme", v, domain.RoleOperator, "support"); !errorsIsValidation(err, "name") {
+			t.Errorf("principal name %+q: %v", v, err)
+		}
+	}
+	if err := commands.CheckReason(commands.Normalize(" rotate\x00 key ", false)); err != nil {
+		t.Errorf("a reason with a NUL, normalized: %v", err)
+	}
+
 	local := strings.Repeat("a", 64)
 	for email, ok := range map[string]bool{
 		local + "@example.com":                   true,

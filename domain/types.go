@@ -180,6 +180,12 @@ func checkLine(field, v string, required bool, maxRunes int) error {
 	return checkField(field, v, required, maxRunes, false)
 }
 
+// CheckText validates a free-text field of any layer under the one text policy: clean (see
+// text.go), visible when required, at most maxRunes characters; line breaks only when multiline.
+func CheckText(field, v string, required bool, maxRunes int, multiline bool) error {
+	return checkField(field, v, required, maxRunes, multiline)
+}
+
 func checkField(field, v string, required bool, maxRunes int, multiline bool) error {
 	if err := checkClean(field, v, multiline); err != nil {
 		return err

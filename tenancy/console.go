@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/casebook/casebook/domain"
 	"github.com/casebook/casebook/internal/sqldb"
@@ -159,8 +158,8 @@ func (s *Store) SetProfile(ctx context.Context, slug string, name *string, cats 
 	}
 	if name != nil {
 		n := strings.TrimSpace(*name)
-		if n == "" || utf8.RuneCountInString(n) > 100 || !utf8.ValidString(n) {
-			return Profile{}, domain.Invalid("name", "must be 1-100 characters")
+		if err := domain.CheckText("name", n, true, 100, false); err != nil {
+			return Profile{}, err
 		}
 		cur.Name = n
 	}
@@ -178,8 +177,8 @@ func (s *Store) SetProfile(ctx context.Context, slug string, name *string, cats 
 			if cats[i].Label == "" {
 				cats[i].Label = c.Slug
 			}
-			if utf8.RuneCountInString(cats[i].Label) > 100 {
-				return Profile{}, domain.Invalid("category", "label of %q must be at most 100 characters", c.Slug)
+			if err := domain.CheckText("category", cats[i].Label, true, 100, false); err != nil {
+				return Profile{}, domain.Invalid("category", "label of %q: must be visible text of at most 100 characters", c.Slug)
 			}
 		}
 		cur.Categories = cats

@@ -6,6 +6,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/casebook/casebook/commands"
 	"github.com/casebook/casebook/tenancy"
 )
 
@@ -42,11 +43,15 @@ func setForm(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	var np *string
 	if *name != "" {
-		np = name
+		n := commands.Normalize(*name, false)
+		np = &n
 	}
 	var list []tenancy.Category
 	if cats.set {
 		list = append([]tenancy.Category{}, cats.cats...)
+		for i := range list {
+			list[i].Label = commands.Normalize(list[i].Label, false)
+		}
 	}
 	a, err := sf.open(ctx, logger(stderr))
 	if err != nil {
