@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -84,4 +86,79 @@ func boolInt(v bool) int {
 		return 1
 	}
 	return 0
+}
+
+// SLAStats are the SLA figures of the inquiries received in a stats range: how many breached a
+// target, and the median and 90th percentile of the business time to first response and to
+// resolution (waiting excluded), under each inquiry's policy. Inquiries received without a policy
+// have no clock and are not counted.
+type SLAStats struct {
+	Breached              int       `json:"breached"`
+	BreachedFirstResponse int       `json:"breached_first_response"`
+	BreachedResolution    int       `json:"breached_resolution"`
+	FirstResponse         Durations `json:"first_response"`
+	Resolution            Durations `json:"resolution"`
+}
+
+// Durations summarises business-time durations in seconds (nil without any).
+type Durations struct {
+	Count         int      `json:"count"`
+	MedianSeconds *float64 `json:"median_seconds"`
+	P90Seconds    *float64 `json:"p90_seconds"`
+}
+
+func summarise(v []int64) Durations {
+	d := Durations{Count: len(v)}
+	if len(v) == 0 {
+		return d
+	}
+	slices.Sort(v)
+	rank := func(p float64) *float64 { // nearest rank
+		i := int(math.Ceil(p*float64(len(v)))) - 1
+		x := float64(v[max(i, 0)])
+		return &x
+	}
+	d.MedianSeconds, d.P90Seconds = rank(0.5), rank(0.9)
+	return d
+}
+
+// slaStats reads the clock of the tenant's inquiries received in [lo, hi) (nanoseconds).
+func (r *Reader) slaStats(ctx context.Context, tenant domain.TenantID, lo, hi int64) (SLAStats, error) {
+	rows, err := r.DB.QueryContext(ctx, r.DB.Rebind(`SELECT first_response_secs, resolution_secs, breached_targets FROM sla_clock
+		WHERE tenant_id = ? AND created_at >= ? AND created_at < ? AND policy <> ''`), tenant, lo, hi)
+	if err != nil {
+		return SLAStats{}, fmt.Errorf("sla stats: %w", err)
+	}
+	defer rows.Close()
+	var st SLAStats
+	var fr, res []int64
+	for rows.Next() {
+		var f, s sql.NullInt64
+		var breached string
+		if err := rows.Scan(&f, &s, &breached); err != nil {
+			return SLAStats{}, err
+		}
+		if f.Valid {
+			fr = append(fr, f.Int64)
+		}
+		if s.Valid {
+			res = append(res, s.Int64)
+		}
+		if breached != "" {
+			st.Breached++
+			for t := range strings.SplitSeq(breached, ",") {
+				switch t {
+				case domain.TargetFirstResponse:
+					st.BreachedFirstResponse++
+				case domain.TargetResolution:
+					st.BreachedResolution++
+				}
+			}
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return SLAStats{}, err
+	}
+	st.FirstResponse, st.Resolution = summarise(fr), summarise(res)
+	return st, nil
 }

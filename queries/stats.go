@@ -25,6 +25,8 @@ type Stats struct {
 	Closed         int                     `json:"closed"`
 	ByStatus       map[domain.Status]int   `json:"by_status"`
 	OpenByPriority map[domain.Priority]int `json:"open_by_priority"`
+	// SLA covers the inquiries received in the range (see SLAStats).
+	SLA SLAStats `json:"sla"`
 }
 
 // MaxStatsDays bounds a stats range.
@@ -87,6 +89,10 @@ func (r *Reader) Stats(ctx context.Context, tenant domain.TenantID, from, to tim
 	for _, d := range st.Days {
 		st.Received += d.Received
 		st.Closed += d.Closed
+	}
+	var err error
+	if st.SLA, err = r.slaStats(ctx, tenant, lo, hi); err != nil {
+		return Stats{}, err
 	}
 	for _, s := range domain.Statuses {
 		st.ByStatus[s] = 0

@@ -1,6 +1,7 @@
 package app_test
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -62,7 +63,11 @@ func BenchmarkDueJobsFire(b *testing.B) {
 					})
 				}
 				wg.Wait()
-				apptest.CatchUp(b, a)
+				ctx, cancel := context.WithTimeout(b.Context(), 15*time.Minute)
+				if err := a.CatchUp(ctx); err != nil {
+					b.Fatal(err)
+				}
+				cancel()
 				clock.Advance(time.Hour)
 				b.StartTimer()
 				start := time.Now()

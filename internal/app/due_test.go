@@ -22,6 +22,7 @@ import (
 	"github.com/casebook/casebook/internal/apptest"
 	"github.com/casebook/casebook/internal/dbtest"
 	"github.com/casebook/casebook/projections"
+	"github.com/casebook/casebook/queries"
 )
 
 var dueT0 = time.Date(2026, 11, 2, 9, 0, 0, 0, time.UTC) // a Monday
@@ -302,5 +303,45 @@ func TestDueAlertRulesNameExportedMetrics(t *testing.T) {
 		if !strings.Contains(string(rules), "expr: max("+m+")") {
 			t.Errorf("no alert on %s", m)
 		}
+	}
+}
+
+// TestStatsSLAFigures: /v1/stats's SLA figures count breaches and take the median and 90th
+// percentile of business time to first response and to resolution (waiting excluded), over the
+// inquiries received in the range. On SQLite and Postgres.
+func TestStatsSLAFigures(t *testing.T) {
+	t.Parallel()
+	for _, b := range apptest.Backends {
+		t.Run(b.Name, func(t *testing.T) {
+			t.Parallel()
+			d := dueSetup(t, b)
+			d.setPolicy(t, `{"time_zone":"UTC","targets":{"normal":{"first_response":"1h","resolution":"4h"}}}`)
+			ids := []domain.InquiryID{apptest.Intake(t, d.a, d.tenant, "k1"), apptest.Intake(t, d.a, d.tenant, "k2"), apptest.Intake(t, d.a, d.tenant, "k3")}
+			// First responses after 10m, 20m and 90m (the third breaches its target).
+			for i, after := range []time.Duration{10 * time.Minute, 10 * time.Minute, 70 * time.Minute} {
+				d.clock.Advance(after)
+				if i == 2 {
+					d.tick(t) // the first-response breach of the third
+				}
+				apptest.Transition(t, d.a, d.op, ids[i], domain.StatusTriaged, domain.PriorityNormal)
+			}
+			// The first is resolved at 2h with 30 minutes of waiting: 1h30m of resolution time.
+			apptest.Transition(t, d.a, d.op, ids[0], domain.StatusInProgress, "")
+			apptest.Transition(t, d.a, d.op, ids[0], domain.StatusWaiting, "")
+			d.clock.Advance(30 * time.Minute)
+			apptest.Transition(t, d.a, d.op, ids[0], domain.StatusResolved, "")
+			apptest.CatchUp(t, d.a)
+			st, err := d.a.Reader.Stats(t.Context(), d.tenant, dueT0, dueT0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f := func(v float64) *float64 { return &v }
+			want := queries.SLAStats{Breached: 1, BreachedFirstResponse: 1,
+				FirstResponse: queries.Durations{Count: 3, MedianSeconds: f(20 * 60), P90Seconds: f(90 * 60)},
+				Resolution:    queries.Durations{Count: 1, MedianSeconds: f(90 * 60), P90Seconds: f(90 * 60)}}
+			if diff := cmp.Diff(want, st.SLA); diff != "" {
+				t.Fatalf("sla stats: %s", diff)
+			}
+		})
 	}
 }
