@@ -8,6 +8,7 @@ import (
 
 	"github.com/casebook/casebook/commands"
 	"github.com/casebook/casebook/domain"
+	"github.com/casebook/casebook/duejobs"
 	"github.com/casebook/casebook/projections"
 	"github.com/casebook/casebook/tenancy"
 )
@@ -21,6 +22,8 @@ type adminView struct {
 	People      []domain.Principal
 	Tokens      []tokenRow
 	Recent      []commands.AdminAction
+	DueJobs     []duejobs.Job
+	Due         bool
 	Slack       bool
 	Flash       string
 	Error       string
@@ -72,6 +75,14 @@ func (c *Console) adminData(r *http.Request, s *session) *adminView {
 		v.Tables, err = c.Slack.Tables(ctx, t)
 		warn("slack tables", err)
 	}
+	if c.Due != nil {
+		v.Due = true
+		for _, st := range []duejobs.State{duejobs.StateDead, duejobs.StateClaimed} {
+			jobs, err := c.Due.DueJobs(ctx, t, duejobs.ListFilter{State: st})
+			warn("due jobs", err)
+			v.DueJobs = append(v.DueJobs, jobs...)
+		}
+	}
 	v.People, err = c.Tenancy.Principals(ctx, t)
 	warn("principals", err)
 	names := map[domain.PrincipalID]string{}
@@ -97,6 +108,9 @@ var adminLabels = map[string]string{
 	"effects/cancel":    "effect cancelled",
 	"circuits/close":    "circuit closed",
 	"tokens/revoke":     "token revoked",
+	"due/retry":         "due job queued again",
+	"due/cancel":        "due job cancelled",
+	"due/resolve":       "due job marked handled",
 }
 
 // adminAct runs one admin action. Every action needs a reason, and every attempt — accepted,
@@ -107,7 +121,7 @@ func (c *Console) adminAct(w http.ResponseWriter, r *http.Request, s *session) {
 	}
 	area, op := mux.Vars(r)["area"], mux.Vars(r)["op"]
 	key := area + "/" + op
-	if _, ok := adminLabels[key]; !ok || (c.Slack == nil && (area == "effects" || area == "circuits")) {
+	if _, ok := adminLabels[key]; !ok || (c.Slack == nil && (area == "effects" || area == "circuits")) || (c.Due == nil && area == "due") {
 		c.renderError(w, r, s, http.StatusNotFound, "There is no such action.")
 		return
 	}
@@ -144,6 +158,10 @@ func (c *Console) adminAct(w http.ResponseWriter, r *http.Request, s *session) {
 		ch := formValue(r, "channel")
 		e.Target = "channel " + ch
 		run = func() error { return c.Slack.CloseCircuit(ctx, t, ch) }
+	case "due/retry", "due/cancel", "due/resolve":
+		id := formValue(r, "id")
+		e.Target = "due job " + id
+		run = func() error { return c.reviewDue(ctx, s, op, id, e.Reason) }
 	case "tokens/revoke":
 		id := formValue(r, "token_id")
 		e.Target = id

@@ -69,6 +69,8 @@ type Console struct {
 	Admin Admin
 	// Slack reads and recovers Slack effects; nil hides the Slack parts.
 	Slack Slack
+	// Due reads and reviews due jobs (follow-ups, SLA timers); nil hides them.
+	Due Due
 	// AdminAudit records admin actions with their reasons.
 	AdminAudit *commands.AdminAudit
 	Logger     *slog.Logger

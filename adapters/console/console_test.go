@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/casebook/casebook/adapters/httpapi"
 	"github.com/casebook/casebook/domain"
@@ -465,5 +466,101 @@ func TestInboxFiltersAndCounts(t *testing.T) {
 	p2 := c.get(strings.ReplaceAll(next, "&amp;", "&"))
 	if n := strings.Count(p2.body, `class="receipt"`); n != 2 {
 		t.Fatalf("second page: %d rows, want 2", n)
+	}
+}
+
+// catchUpAll waits until every subscriber (query model, schedules, Slack intents) has applied the
+// whole log.
+func (tb *testBundle) catchUpAll(t *testing.T) {
+	t.Helper()
+	head, err := tb.app.Store.Head(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 30e9)
+	defer cancel()
+	for _, r := range tb.app.Runners {
+		if err := r.WaitFor(ctx, head); err != nil {
+			t.Fatalf("%s: %v", r.Projection.Name(), err)
+		}
+	}
+}
+
+// TestConsoleDueDatesAndFollowUps: an operator sets a due date, schedules and cancels a follow-up
+// and adds a watcher from the inquiry page; the inbox filters by due date; an admin's review of a
+// due job needs a reason and is audited.
+func TestConsoleDueDatesAndFollowUps(t *testing.T) {
+	t.Parallel()
+	tb := setup(t, embedded(t))
+	id, receipt := tb.intake(t, tb.acme, "k1")
+	tb.intake(t, tb.acme, "k2")
+	c := tb.client(t)
+	csrf := c.signIn(tb.op)
+	path := "/console/inquiries/" + string(id)
+	post := func(action string, form url.Values) page {
+		t.Helper()
+		p := c.get(path)
+		v := regexp.MustCompile(`name="version" value="(\d+)"`).FindStringSubmatch(p.body)
+		if v == nil {
+			t.Fatalf("no version on the inquiry page: %s", p.body)
+		}
+		form.Set("csrf", csrf)
+		form.Set("version", v[1])
+		res := c.do("POST", path+"/"+action, form, nil)
+		if res.status == http.StatusSeeOther {
+			c.get(strings.TrimPrefix(res.header.Get("Location"), tb.srv.URL)) // read-your-writes: waits for the change
+		}
+		return res
+	}
+	due := time.Now().UTC().AddDate(0, 0, 30).Format("2006-01-02")
+	if p := post("due", url.Values{"due_date": {due}, "due_time": {"09:30"}}); p.status != http.StatusSeeOther {
+		t.Fatalf("set due date: %d %s", p.status, p.body)
+	}
+	if p := post("follow-up", url.Values{"in": {"4h"}, "note": {"call back"}}); p.status != http.StatusSeeOther {
+		t.Fatalf("follow-up: %d %s", p.status, p.body)
+	}
+	if p := post("watchers", url.Values{"principal": {string(tb.op2P.ID)}}); p.status != http.StatusSeeOther {
+		t.Fatalf("watcher: %d %s", p.status, p.body)
+	}
+	if p := post("follow-up", url.Values{"in": {"soon"}}); p.status != http.StatusUnprocessableEntity || !strings.Contains(p.body, "choose when") {
+		t.Fatalf("a follow-up without a delay: %d", p.status)
+	}
+	tb.catchUpAll(t)
+	p := c.get(path)
+	for _, want := range []string{`<dd id="due-at">` + due + ` 09:30 UTC</dd>`, "Follow up", "Bob", `/cancel-follow-up"`} {
+		if !strings.Contains(p.body, want) {
+			t.Errorf("inquiry page lacks %q", want)
+		}
+	}
+	job := regexp.MustCompile(`name="job_id" value="([^"]+)"`).FindStringSubmatch(p.body)
+	if job == nil {
+		t.Fatal("no pending follow-up to cancel")
+	}
+	if p := post("cancel-follow-up", url.Values{"job_id": {job[1]}}); p.status != http.StatusSeeOther {
+		t.Fatalf("cancel follow-up: %d %s", p.status, p.body)
+	}
+	tb.catchUpAll(t)
+	if p := c.get(path); strings.Contains(p.body, `name="job_id" value="`+job[1]+`"`) {
+		t.Fatal("the cancelled follow-up is still offered")
+	}
+
+	// Due by that day finds the inquiry with that due date, not the other.
+	p = c.get("/console/inbox?due_before=" + due)
+	if n := strings.Count(p.body, `class="receipt"`); n != 1 || !strings.Contains(p.body, receipt) {
+		t.Fatalf("due_before filter: %d rows", n)
+	}
+	if p := c.get("/console/inbox?breached=maybe"); p.status != http.StatusBadRequest {
+		t.Fatalf("breached=maybe: %d", p.status)
+	}
+
+	// An admin review without a reason is refused and audited; with one, the job is reviewed.
+	a := tb.client(t)
+	acsrf := a.signIn(tb.admin)
+	if p := a.do("POST", "/console/admin/due/cancel", url.Values{"csrf": {acsrf}, "id": {job[1]}, "reason": {" "}}, nil); p.status != http.StatusUnprocessableEntity {
+		t.Fatalf("review without a reason: %d", p.status)
+	}
+	var n int
+	if err := tb.app.DB.QueryRowContext(t.Context(), `SELECT count(*) FROM admin_audit WHERE action = 'due/cancel' AND outcome = 'refused'`).Scan(&n); err != nil || n != 1 {
+		t.Fatalf("refused review audited %d times (%v)", n, err)
 	}
 }

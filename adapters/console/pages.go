@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/gorilla/mux"
 
@@ -19,7 +20,8 @@ import (
 
 // inboxParams are the inbox's query parameters: the API's list filters plus q (a receipt or words
 // of a subject). Anything else is 400, as on the API.
-var inboxParams = map[string]bool{"status": true, "owner": true, "priority": true, "team": true, "q": true, "cursor": true}
+var inboxParams = map[string]bool{"status": true, "owner": true, "priority": true, "team": true, "q": true, "cursor": true,
+	"breached": true, "due_before": true}
 
 type inboxView struct {
 	Filter   map[string]string
@@ -35,6 +37,7 @@ type inboxView struct {
 	Teams    []string
 	People   []personOption
 	Since    string // the live-update token the page shows
+	Due      bool   // due filters offered
 }
 
 type statusCount struct {
@@ -73,6 +76,23 @@ func (c *Console) inbox(w http.ResponseWriter, r *http.Request, s *session) {
 			return
 		}
 	}
+	switch q.Get("breached") {
+	case "":
+	case "true", "false":
+		b := q.Get("breached") == "true"
+		f.Breached = &b
+	default:
+		c.renderError(w, r, s, http.StatusBadRequest, "The SLA filter must be breached or not breached.")
+		return
+	}
+	if v := q.Get("due_before"); v != "" {
+		d, err := time.Parse("2006-01-02", v)
+		if err != nil {
+			c.fail(w, r, s, domain.Invalid("due_before", "must be a date as YYYY-MM-DD"))
+			return
+		}
+		f.DueBefore = d.AddDate(0, 0, 1) // the whole day
+	}
 	search := strings.TrimSpace(q.Get("q"))
 	isReceipt := strings.HasPrefix(strings.ToUpper(search), "CB-") && !strings.ContainsAny(search, " \t")
 	if isReceipt {
@@ -96,8 +116,8 @@ func (c *Console) inbox(w http.ResponseWriter, r *http.Request, s *session) {
 		return
 	}
 	v := inboxView{Filter: map[string]string{}, Items: items, Query: q, Receipt: isReceipt, Statuses: domain.Statuses, Prios: domain.Priorities,
-		Since: since}
-	for _, k := range []string{"status", "owner", "priority", "team", "q"} {
+		Since: since, Due: c.Due != nil}
+	for _, k := range []string{"status", "owner", "priority", "team", "q", "breached", "due_before"} {
 		v.Filter[k] = q.Get(k)
 	}
 	for _, st := range domain.Statuses {
@@ -156,6 +176,9 @@ type inquiryView struct {
 	Timeline  []timelineRow
 	Slack     *SlackState
 	Targets   []Target
+	Due       *dueView
+	FollowIn  []struct{ Value, Label string }
+	Teams     []string
 	Edges     []edge
 	People    []personOption
 	Prios     []domain.Priority
@@ -206,6 +229,16 @@ func (c *Console) inquiry(w http.ResponseWriter, r *http.Request, s *session) {
 		v.Flash = "Assigned."
 	case "note":
 		v.Flash = "Note added."
+	case "follow-up":
+		v.Flash = "Follow-up scheduled."
+	case "cancel-follow-up":
+		v.Flash = "Follow-up cancelled."
+	case "due":
+		v.Flash = "Due date saved."
+	case "watchers":
+		v.Flash = "Watcher added."
+	case "team":
+		v.Flash = "Team changed."
 	}
 	c.render(w, r, status, "inquiry", s, v)
 }
@@ -221,8 +254,9 @@ func (c *Console) inquiryData(r *http.Request, s *session, id domain.InquiryID) 
 	if err != nil && !errors.Is(err, domain.ErrNotFound) {
 		return nil, 0, err
 	}
-	names, people, _ := c.people(ctx, s.P.TenantID)
-	v := &inquiryView{Q: q, Owner: names[q.Owner], People: people, Prios: domain.Priorities, Form: map[string]string{}, Stale: c.staleness()}
+	names, people, teams := c.people(ctx, s.P.TenantID)
+	v := &inquiryView{Q: q, Owner: names[q.Owner], People: people, Prios: domain.Priorities, Form: map[string]string{}, Stale: c.staleness(),
+		Due: c.dueData(ctx, s.P.TenantID, id, names), FollowIn: followUpIn, Teams: teams}
 	v.CanWrite = domain.Authorize(s.P, domain.ActTransit) == nil
 	v.CanAssign = domain.Authorize(s.P, domain.ActAssign) == nil
 	for _, to := range domain.Statuses {
@@ -289,8 +323,14 @@ func (c *Console) act(w http.ResponseWriter, r *http.Request, s *session) {
 	case "note":
 		res, err = c.Commands.AddNote(r.Context(), commands.AddNote{Target: t, Body: r.PostForm.Get("body")})
 	default:
-		c.renderError(w, r, s, http.StatusNotFound, "There is no such action.")
-		return
+		var handled bool
+		if c.Due != nil {
+			res, handled, err = c.dueAction(r, action, t)
+		}
+		if !handled {
+			c.renderError(w, r, s, http.StatusNotFound, "There is no such action.")
+			return
+		}
 	}
 	if err != nil {
 		c.refused(w, r, s, id, version, err)
@@ -325,7 +365,7 @@ func (c *Console) refused(w http.ResponseWriter, r *http.Request, s *session, id
 		c.fail(w, r, s, lerr)
 		return
 	}
-	for _, k := range []string{"to", "reason", "priority", "owner", "body"} {
+	for _, k := range []string{"to", "reason", "priority", "owner", "body", "note", "due_date", "due_time", "team"} {
 		v.Form[k] = r.PostForm.Get(k)
 	}
 	var vc *domain.VersionConflictError
