@@ -203,13 +203,18 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 		return fmt.Errorf("CASEBOOK_DUE_TICK: want a positive duration such as 1s, got %q", os.Getenv("CASEBOOK_DUE_TICK"))
 	}
 	dueTick := fs.Duration("due-tick", tickDefault, "how often an idle ticker looks for due follow-ups, SLA warnings and escalations (CASEBOOK_DUE_TICK)")
+	ttlDefault, err := time.ParseDuration(envOr("CASEBOOK_DUE_CLAIM_TTL", "1m"))
+	if err != nil || ttlDefault <= 0 {
+		return fmt.Errorf("CASEBOOK_DUE_CLAIM_TTL: want a positive duration such as 1m, got %q", os.Getenv("CASEBOOK_DUE_CLAIM_TTL"))
+	}
+	dueClaimTTL := fs.Duration("due-claim-ttl", ttlDefault, "how long a claim on a due job holds before another ticker may take it over (CASEBOOK_DUE_CLAIM_TTL)")
 	public := publicFlags(fs)
 	oauth := slackOAuthFlags(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if *dueTick <= 0 {
-		return errors.New("serve: --due-tick must be positive")
+	if *dueTick <= 0 || *dueClaimTTL <= 0 {
+		return errors.New("serve: --due-tick and --due-claim-ttl must be positive")
 	}
 	if sf.public, err = public(); err != nil {
 		return err
@@ -219,7 +224,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	cfg.RebuildStale = *rebuildStale
 	cfg.MetricsAddr = *metricsAddr
 	cfg.SlackOAuth = *oauth
-	cfg.DueTick = *dueTick
+	cfg.DueTick, cfg.DueClaimTTL = *dueTick, *dueClaimTTL
 	a, err := app.Open(ctx, cfg)
 	if err != nil {
 		return err

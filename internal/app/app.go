@@ -76,6 +76,9 @@ type Config struct {
 	// DueTick is how often an idle ticker looks for due jobs (DefaultDueTick if zero; negative
 	// disables the ticker, for tools and tests that drive ticks themselves).
 	DueTick time.Duration
+	// DueClaimTTL is how long a ticker's claim on a due job holds before another ticker may take
+	// the job over (one minute if zero).
+	DueClaimTTL time.Duration
 }
 
 // App is an opened Casebook.

@@ -34,7 +34,7 @@ func (a *App) wireDue(ctx context.Context) error {
 	a.Runners = append(a.Runners, r)
 	host, _ := os.Hostname()
 	a.Ticker = &duejobs.Ticker{Store: st, Fire: a.fireDue, Owner: fmt.Sprintf("%s/%d/%s", host, os.Getpid(), tenancy.NewID()[:8]),
-		Logger: a.Config.Logger, OnTick: a.dueMetrics.observe}
+		Logger: a.Config.Logger, OnTick: a.dueMetrics.observe, ClaimTTL: a.Config.DueClaimTTL}
 	return nil
 }
 

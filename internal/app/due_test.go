@@ -2,6 +2,7 @@ package app_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"net/http/httptest"
 	"os"
@@ -9,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -21,6 +23,7 @@ import (
 	"github.com/casebook/casebook/internal/app"
 	"github.com/casebook/casebook/internal/apptest"
 	"github.com/casebook/casebook/internal/dbtest"
+	"github.com/casebook/casebook/internal/pgtest"
 	"github.com/casebook/casebook/projections"
 	"github.com/casebook/casebook/queries"
 )
@@ -343,5 +346,80 @@ func TestStatsSLAFigures(t *testing.T) {
 				t.Fatalf("sla stats: %s", diff)
 			}
 		})
+	}
+}
+
+// TestTwoReplicasTickOnePostgres: two Casebook replicas on one Postgres database tick at the same
+// time over 200 due follow-ups; each fires exactly once, and both replicas ran some.
+func TestTwoReplicasTickOnePostgres(t *testing.T) {
+	t.Parallel()
+	url := pgtest.URL(t)
+	clock := apptest.NewClock(dueT0)
+	open := func() *app.App {
+		return apptest.Open(t, app.Config{DatabaseURL: url, Now: clock.Now, DueTick: -1, Logger: slog.New(slog.DiscardHandler)})
+	}
+	a1, a2 := open(), open()
+	ten, _, _, err := a1.Tenancy.CreateTenant(t.Context(), "acme")
+	if err != nil {
+		t.Fatal(err)
+	}
+	op, _, err := a1.Tenancy.CreatePrincipal(t.Context(), "acme", "Olga", domain.RoleOperator, "support")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 20 {
+		id := apptest.Intake(t, a1, ten.ID, fmt.Sprint("k", i))
+		for range 10 {
+			if _, err := a1.Commands.ScheduleFollowUp(t.Context(), commands.ScheduleFollowUp{
+				Target: commands.Target{Tenant: ten.ID, InquiryID: id, Actor: op}, In: time.Hour}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	apptest.CatchUp(t, a1)
+	clock.Advance(time.Hour)
+	a1.Ticker.Batch, a2.Ticker.Batch = 10, 10
+	var fired [2]int
+	var wg sync.WaitGroup
+	for i, a := range []*app.App{a1, a2} {
+		wg.Go(func() {
+			for {
+				res, err := a.Ticker.Tick(t.Context())
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if res.Claimed == 0 {
+					return
+				}
+				fired[i] += res.Fired
+			}
+		})
+	}
+	wg.Wait()
+	if fired[0]+fired[1] != 200 || fired[0] == 0 || fired[1] == 0 {
+		t.Fatalf("replicas fired %v, want 200 in all, some on each", fired)
+	}
+	recs, err := a1.Store.ReadAll(t.Context(), eventstore.Start, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	jobs := map[string]int{}
+	for _, r := range recs {
+		if r.Type == "FollowUpDue" {
+			var e domain.FollowUpDue
+			if err := json.Unmarshal(r.Data, &e); err != nil {
+				t.Fatal(err)
+			}
+			jobs[e.JobID]++
+		}
+	}
+	for id, n := range jobs {
+		if n != 1 {
+			t.Errorf("job %s fired %d times", id, n)
+		}
+	}
+	if len(jobs) != 200 {
+		t.Fatalf("%d distinct follow-ups fired, want 200", len(jobs))
 	}
 }
