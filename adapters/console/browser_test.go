@@ -191,6 +191,9 @@ func TestConsoleInBrowser(t *testing.T) {
 	if s := text(ctx, "#totals"); !strings.HasPrefix(s, "3 received and 1 closed") {
 		t.Errorf("dashboard totals: %q", s)
 	}
+	if s := text(ctx, "#breaches"); !strings.HasPrefix(s, "0 of the inquiries") {
+		t.Errorf("dashboard breaches: %q", s)
+	}
 	browsertest.Screenshot(t, ctx, dir, "dashboard")
 	run(ctx, "phone", chromedp.EmulateViewport(390, 844), chromedp.Navigate(base+"/console/inbox"), chromedp.WaitVisible(chromedp.CSS("#inbox-list")))
 	browsertest.Screenshot(t, ctx, dir, "inbox-phone")

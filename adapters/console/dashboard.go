@@ -17,6 +17,8 @@ type dashboardView struct {
 	Intake   template.HTML
 	Status   template.HTML
 	Priority template.HTML
+	Breaches template.HTML
+	Times    template.HTML
 	From, To string
 }
 
@@ -52,6 +54,9 @@ func (c *Console) dashboard(w http.ResponseWriter, r *http.Request, s *session) 
 	}
 	v.Status = barChart("Inquiries per status, now", sb)
 	v.Priority = barChart("Open inquiries per priority, now", pb)
+	v.Breaches = barChart("SLA breaches of inquiries received in the range", []bar{
+		{"first response", st.SLA.BreachedFirstResponse, "p-high"}, {"resolution", st.SLA.BreachedResolution, "p-urgent"}})
+	v.Times = timesChart(st.SLA)
 	c.render(w, r, http.StatusOK, "dashboard", s, v)
 }
 
@@ -132,4 +137,61 @@ func chartID(title string) string {
 		}
 		return -1
 	}, title))
+}
+
+// timesChart draws the median and 90th percentile business time to first response and to
+// resolution as bars in hours, each labelled with its value and the number of inquiries measured.
+func timesChart(sla queries.SLAStats) template.HTML {
+	type row struct {
+		label string
+		d     queries.Durations
+	}
+	rows := []row{{"first response", sla.FirstResponse}, {"resolution", sla.Resolution}}
+	maxS := 1.0
+	for _, r := range rows {
+		for _, v := range []*float64{r.d.MedianSeconds, r.d.P90Seconds} {
+			if v != nil {
+				maxS = max(maxS, *v)
+			}
+		}
+	}
+	const w, label = 520, 150
+	var sb strings.Builder
+	var desc []string
+	for _, r := range rows {
+		desc = append(desc, fmt.Sprintf("%s: median %s, p90 %s over %d inquiries", r.label, hours(r.d.MedianSeconds), hours(r.d.P90Seconds), r.d.Count))
+	}
+	fmt.Fprintf(&sb, `<svg class="chart" viewBox="0 0 %d %d" role="img" aria-labelledby="times-t times-d"><title id="times-t">Business time to first response and to resolution</title><desc id="times-d">%s</desc>`,
+		w, 4+len(rows)*56, template.HTMLEscapeString(strings.Join(desc, "; ")))
+	for i, r := range rows {
+		y := 4 + i*56
+		fmt.Fprintf(&sb, `<text x="0" y="%d" class="lbl">%s (%d)</text>`, y+18, template.HTMLEscapeString(r.label), r.d.Count)
+		for j, v := range []struct {
+			name string
+			s    *float64
+			cls  string
+		}{{"median", r.d.MedianSeconds, "p-normal"}, {"p90", r.d.P90Seconds, "p-high"}} {
+			by := y + j*24
+			bw := 0
+			if v.s != nil {
+				bw = int(math.Round(float64(w-label-110) * *v.s / maxS))
+			}
+			fmt.Fprintf(&sb, `<rect x="%d" y="%d" width="%d" height="16" class="bar %s"/><text x="%d" y="%d" class="val">%s %s</text>`,
+				label, by+4, max(bw, 1), v.cls, label+bw+6, by+17, v.name, hours(v.s))
+		}
+	}
+	sb.WriteString(`</svg>`)
+	return template.HTML(sb.String()) //nolint:gosec // built from escaped labels and numbers only
+}
+
+// hours writes a duration in seconds as hours (or "—" without one).
+func hours(s *float64) string {
+	if s == nil {
+		return "—"
+	}
+	h := *s / 3600
+	if h < 10 {
+		return strconv.FormatFloat(h, 'f', 1, 64) + " h"
+	}
+	return strconv.FormatFloat(h, 'f', 0, 64) + " h"
 }
