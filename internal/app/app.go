@@ -66,6 +66,8 @@ type Config struct {
 	PublicURL string
 	// SlackPollInterval is how often an idle Slack worker looks for jobs (River's default if zero).
 	SlackPollInterval time.Duration
+	// SlackMaxAttempts is a Slack effect's attempt budget before it is a dead letter (default 12).
+	SlackMaxAttempts int
 	// SlackTiming paces Slack effects: probes, create reconciliation, debounce (defaults in
 	// slackeffects.Timing.WithDefaults).
 	SlackTiming slackeffects.Timing
@@ -258,7 +260,7 @@ func (a *App) wireSlack(ctx context.Context, secret []byte, qm *projections.Runn
 		return err
 	}
 	rt, err := slackeffects.New(ctx, a.DB, st, a.Store, a.Config.Now, slackeffects.Config{
-		Logger: a.Config.Logger, FetchPollInterval: a.Config.SlackPollInterval, Timing: a.Config.SlackTiming,
+		Logger: a.Config.Logger, FetchPollInterval: a.Config.SlackPollInterval, Timing: a.Config.SlackTiming, MaxAttempts: a.Config.SlackMaxAttempts,
 	})
 	if err != nil {
 		return err

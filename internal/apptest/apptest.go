@@ -13,6 +13,8 @@ import (
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/rivertype"
 
+	"github.com/casebook/casebook/adapters/slack/fakeslack"
+	"github.com/casebook/casebook/adapters/slack/lists"
 	"github.com/casebook/casebook/commands"
 	"github.com/casebook/casebook/domain"
 	"github.com/casebook/casebook/internal/app"
@@ -132,4 +134,21 @@ func Jobs(t testing.TB, c *river.Client[*sql.Tx], kind string) []*rivertype.JobR
 		t.Fatal(err)
 	}
 	return res.Jobs
+}
+
+// BoardColumns is a Slack List fit for an internal-clearance List projection (package lists'
+// columns, plus a column Casebook does not write).
+func BoardColumns() []fakeslack.Column {
+	st := []string{}
+	for _, s := range domain.Statuses {
+		st = append(st, string(s))
+	}
+	return []fakeslack.Column{
+		{Key: lists.ColReceipt, Name: "Receipt", Type: "text", Primary: true},
+		{Key: lists.ColMarker, Name: "Casebook marker", Type: "text"},
+		{Key: lists.ColStatus, Name: "Status", Type: "select", Choices: st},
+		{Key: lists.ColPriority, Name: "Priority", Type: "select", Choices: []string{"low", "normal", "high", "urgent"}},
+		{Key: lists.ColTeam, Name: "Team", Type: "text"},
+		{Key: "notes", Name: "Notes", Type: "text"},
+	}
 }

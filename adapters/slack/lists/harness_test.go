@@ -41,20 +41,7 @@ func eachBackend(t *testing.T, fn func(t *testing.T, b *bundle)) {
 }
 
 // boardColumns is a List fit for an internal-clearance projection.
-func boardColumns() []fakeslack.Column {
-	st := []string{}
-	for _, s := range domain.Statuses {
-		st = append(st, string(s))
-	}
-	return []fakeslack.Column{
-		{Key: lists.ColReceipt, Name: "Receipt", Type: "text", Primary: true},
-		{Key: lists.ColMarker, Name: "Casebook marker", Type: "text"},
-		{Key: lists.ColStatus, Name: "Status", Type: "select", Choices: st},
-		{Key: lists.ColPriority, Name: "Priority", Type: "select", Choices: []string{"low", "normal", "high", "urgent"}},
-		{Key: lists.ColTeam, Name: "Team", Type: "text"},
-		{Key: "notes", Name: "Notes", Type: "text"},
-	}
-}
+func boardColumns() []fakeslack.Column { return apptest.BoardColumns() }
 
 func setup(t *testing.T, cfg app.Config) *bundle {
 	t.Helper()

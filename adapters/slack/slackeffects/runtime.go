@@ -21,9 +21,9 @@ import (
 	"github.com/casebook/casebook/internal/sqldb"
 )
 
-// MaxAttempts bounds retries of failures with an unknown or transient cause; then the job is
-// discarded (the dead letter, kept until an operator acts). Snoozes (debounce, cooldowns, open
-// circuits) spend no attempt.
+// MaxAttempts is the default bound on retries of failures with an unknown or transient cause;
+// then the job is discarded (the dead letter, kept until an operator acts). Snoozes (debounce,
+// cooldowns, open circuits) spend no attempt.
 const MaxAttempts = 12
 
 // legacyQueues are the queues of the two River clients that came before the runtime; they are
@@ -70,11 +70,11 @@ type Config struct {
 	Logger *slog.Logger
 	// Workers is each effect kind's queue concurrency (default 2).
 	Workers int
+	// MaxAttempts is the attempt budget of a queued effect (default MaxAttempts).
+	MaxAttempts int
 	// FetchPollInterval is how often an idle client looks for jobs (River's default when zero).
 	FetchPollInterval time.Duration
 	Timing            Timing
-	// RiverTime, for tests, is River's clock (its cleaner and scheduler); nil is the wall clock.
-	RiverTime rivertype.TimeGenerator
 }
 
 // Runtime is the one effect runtime of a process: one River client working one queue per
@@ -108,6 +108,9 @@ func New(ctx context.Context, db *sqldb.DB, install *slackinstall.Store, events 
 	}
 	if now == nil {
 		now = time.Now
+	}
+	if cfg.MaxAttempts <= 0 {
+		cfg.MaxAttempts = MaxAttempts
 	}
 	if err := MigrateRiver(ctx, db, cfg.Logger); err != nil {
 		return nil, err
@@ -174,9 +177,8 @@ func (r *Runtime) Open() error {
 		return nil
 	}
 	rc := &river.Config{
-		Logger: r.cfg.Logger, FetchPollInterval: r.cfg.FetchPollInterval, MaxAttempts: MaxAttempts,
+		Logger: r.cfg.Logger, FetchPollInterval: r.cfg.FetchPollInterval, MaxAttempts: r.cfg.MaxAttempts,
 		DiscardedJobRetentionPeriod: -1, CancelledJobRetentionPeriod: -1,
-		Test: river.TestConfig{Time: r.cfg.RiverTime},
 	}
 	if r.cfg.FetchPollInterval > 0 {
 		rc.FetchCooldown = min(r.cfg.FetchPollInterval, 100*time.Millisecond)
@@ -232,7 +234,7 @@ func tenantTag(t domain.TenantID) string { return TenantTag(t) }
 // InsertTx queues an effect in tx (a projection batch's transaction), unique by its arguments,
 // to run at at (zero: now).
 func (r *Runtime) InsertTx(ctx context.Context, tx *sql.Tx, a Args, at time.Time) error {
-	opts := river.InsertOpts{Queue: a.Kind(), MaxAttempts: MaxAttempts, UniqueOpts: river.UniqueOpts{ByArgs: true},
+	opts := river.InsertOpts{Queue: a.Kind(), MaxAttempts: r.cfg.MaxAttempts, UniqueOpts: river.UniqueOpts{ByArgs: true},
 		Tags: []string{tenantTag(a.EffectRef().Tenant)}, ScheduledAt: at}
 	if _, err := r.Client().InsertTx(ctx, tx, a, &opts); err != nil {
 		return fmt.Errorf("insert %s job: %w", a.Kind(), err)
