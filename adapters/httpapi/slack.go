@@ -15,11 +15,19 @@ import (
 // Slack is what the Slack routes need: effect jobs and per-inquiry projection health, always
 // within the caller's tenant (another tenant's job is domain.ErrNotFound).
 type Slack interface {
-	ListEffects(ctx context.Context, tenant domain.TenantID, states []string) (any, error)
+	// ListEffects lists every effect kind's jobs; empty filters select all.
+	ListEffects(ctx context.Context, tenant domain.TenantID, f EffectFilter) (any, error)
 	RetryEffect(ctx context.Context, tenant domain.TenantID, id int64) (any, error)
 	CancelEffect(ctx context.Context, tenant domain.TenantID, id int64) (any, error)
 	// SlackHealth is an inquiry's "slack" block: state pending, synced, failed or disabled.
 	SlackHealth(ctx context.Context, tenant domain.TenantID, id domain.InquiryID) (any, error)
+}
+
+// EffectFilter is GET /v1/admin/effects' query: state, kind (comma-separated) and inquiry.
+type EffectFilter struct {
+	States  []string
+	Kinds   []string
+	Inquiry domain.InquiryID
 }
 
 func (s *Server) slackAdminRoutes(a *mux.Router) {
@@ -33,11 +41,16 @@ func (s *Server) listEffects(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, &apiError{http.StatusNotFound, "not_found", "no such route"})
 		return
 	}
-	var states []string
-	if v := r.URL.Query().Get("state"); v != "" {
-		states = strings.Split(v, ",")
+	var f EffectFilter
+	q := r.URL.Query()
+	if v := q.Get("state"); v != "" {
+		f.States = strings.Split(v, ",")
 	}
-	items, err := s.Slack.ListEffects(r.Context(), principal(r).TenantID, states)
+	if v := q.Get("kind"); v != "" {
+		f.Kinds = strings.Split(v, ",")
+	}
+	f.Inquiry = domain.InquiryID(q.Get("inquiry"))
+	items, err := s.Slack.ListEffects(r.Context(), principal(r).TenantID, f)
 	if err != nil {
 		s.writeError(w, r, err)
 		return

@@ -210,6 +210,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	dueClaimTTL := fs.Duration("due-claim-ttl", ttlDefault, "how long a claim on a due job holds before another ticker may take it over (CASEBOOK_DUE_CLAIM_TTL)")
 	public := publicFlags(fs)
 	oauth := slackOAuthFlags(fs)
+	effects := slackEffectFlags(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -225,6 +226,9 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	cfg.MetricsAddr = *metricsAddr
 	cfg.SlackOAuth = *oauth
 	cfg.DueTick, cfg.DueClaimTTL = *dueTick, *dueClaimTTL
+	if err := effects(&cfg); err != nil {
+		return err
+	}
 	a, err := app.Open(ctx, cfg)
 	if err != nil {
 		return err

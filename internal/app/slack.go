@@ -14,8 +14,8 @@ type slackAPI struct{ a *App }
 
 var _ httpapi.Slack = slackAPI{}
 
-func (s slackAPI) ListEffects(ctx context.Context, tenant domain.TenantID, states []string) (any, error) {
-	return s.a.Effects.Effects(ctx, tenant, slackeffects.Filter{States: states})
+func (s slackAPI) ListEffects(ctx context.Context, tenant domain.TenantID, f httpapi.EffectFilter) (any, error) {
+	return s.a.Effects.Effects(ctx, tenant, slackeffects.Filter{States: f.States, Kinds: f.Kinds, Inquiry: f.Inquiry})
 }
 
 func (s slackAPI) RetryEffect(ctx context.Context, tenant domain.TenantID, id int64) (any, error) {

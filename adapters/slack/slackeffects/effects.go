@@ -212,12 +212,22 @@ func (r *Runtime) Retry(ctx context.Context, tenant domain.TenantID, id int64) (
 	return r.toEffect(ctx, j)
 }
 
-// Cancel stops a tenant's job for good (an operator's decision; the job is kept, cancelled).
+// Cancel stops a tenant's job for good (an operator's decision; the job is kept, cancelled). A
+// dead letter is finalized, which River's JobCancel leaves as it is: it is moved from discarded to
+// cancelled here, so an operator's "give up" is recorded on the job itself.
 func (r *Runtime) Cancel(ctx context.Context, tenant domain.TenantID, id int64) (Effect, error) {
-	if _, err := r.get(ctx, tenant, id); err != nil {
+	j, err := r.get(ctx, tenant, id)
+	if err != nil {
 		return Effect{}, err
 	}
-	j, err := r.Client().JobCancel(ctx, id)
+	if j.State == rivertype.JobStateDiscarded {
+		if _, err := r.DB.ExecContext(ctx, r.DB.Rebind(`UPDATE river_job SET state = 'cancelled' WHERE id = ? AND state = 'discarded'`), id); err != nil {
+			return Effect{}, err
+		}
+		j, err = r.Client().JobGet(ctx, id)
+	} else {
+		j, err = r.Client().JobCancel(ctx, id)
+	}
 	if err != nil {
 		return Effect{}, err
 	}

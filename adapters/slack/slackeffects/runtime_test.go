@@ -312,7 +312,8 @@ func (probeArgs) Plan(context.Context, probeArgs) (*slackeffects.Plan, error) { 
 
 // TestDeadLetterSurvivesCleaner: a dead letter (discarded after its attempts) and a quarantined
 // effect (cancelled) are still there, listed, after River's job cleaner has run 30 days after they
-// were finalized; a completed job of the same run is gone (the cleaner did run). River's cleaner
+// were finalized; a completed job of the same run is gone (the cleaner did run). An operator's
+// cancel of the dead letter keeps it, cancelled. River's cleaner
 // reads the wall clock, not Config.Test.Time (river v0.51.2, internal/maintenance/job_cleaner.go),
 // so the jobs' finalized_at is moved 30 days back instead of moving the clock 30 days ahead.
 func TestDeadLetterSurvivesCleaner(t *testing.T) {
@@ -419,6 +420,12 @@ func TestDeadLetterSurvivesCleaner(t *testing.T) {
 		got := list()
 		if got[dead] != slackeffects.DispositionDeadLetter || got[quarantined] != slackeffects.DispositionQuarantined {
 			t.Fatalf("dispositions after the cleaner ran 30 days ahead = %v", got)
+		}
+		// An operator gives the dead letter up: it stays, cancelled (River's JobCancel leaves a
+		// finalized job as it is).
+		e, err := b.app.Effects.Cancel(ctx, b.tenant, dead)
+		if err != nil || e.State != rivertype.JobStateCancelled || e.Disposition != slackeffects.DispositionCancelled {
+			t.Fatalf("cancel of a dead letter = %+v, %v", e, err)
 		}
 	})
 }

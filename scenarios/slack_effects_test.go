@@ -1,0 +1,153 @@
+package scenarios
+
+import (
+	"fmt"
+	"net/http"
+	"testing"
+
+	"github.com/casebook/casebook/adapters/slack/fakeslack"
+	"github.com/casebook/casebook/adapters/slack/lists"
+	"github.com/casebook/casebook/internal/apptest"
+)
+
+type effectItem struct {
+	ID          int64  `json:"id"`
+	Kind        string `json:"kind"`
+	State       string `json:"state"`
+	Disposition string `json:"disposition"`
+	Inquiry     string `json:"inquiry_id"`
+	Destination string `json:"destination"`
+	Attempt     int    `json:"attempt"`
+	ErrorClass  string `json:"error_class"`
+	LastError   string `json:"last_error"`
+}
+
+// TestListDeadLetterRecovery: the real binary, the fake Slack, an active List and
+// CASEBOOK_SLACK_MAX_ATTEMPTS=1. Two row updates fail (503) and become dead letters. `casebook
+// effects list` and GET /v1/admin/effects both show them with inquiry, destination (the List),
+// attempts, last error class and disposition; another tenant's admin sees none and cannot act on
+// them. One is retried with `casebook effects retry` and completes (the row shows the newest
+// status); the other is cancelled with POST /v1/admin/effects/{id}/cancel and stays listed,
+// cancelled. Then the retried one is shown done, over the API too.
+func TestListDeadLetterRecovery(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	fake := fakeslack.NewTestServer(t, fakeslack.Options{Clock: fakeslack.SystemClock()})
+	li, err := fake.CreateList("Inquiries", apptest.BoardColumns()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tenant, other struct {
+		AdminToken string `json:"admin_token"`
+	}
+	cli(t, dir, &tenant, "tenants", "create", "--slug", "acme")
+	cli(t, dir, &other, "tenants", "create", "--slug", "globex")
+	var op struct {
+		Token string `json:"token"`
+	}
+	cli(t, dir, &op, "principals", "create", "--tenant", "acme", "--name", "Olga", "--role", "operator", "--team", "support")
+	var inst map[string]any
+	cli(t, dir, &inst, "slack", "install", "--tenant", "acme", "--token", fake.Token(), "--signing-secret", "s",
+		"--app-id", "A0FAKEAPP01", "--slack-api-url", fake.URL())
+	var cfg map[string]any
+	cli(t, dir, &cfg, "lists", "activate", "--tenant", "acme", "--list", li.ID, "--clearance", "internal")
+	srv := start(t, dir, "CASEBOOK_SLACK_MAX_ATTEMPTS=1")
+
+	if code, _, err := srv.do("POST", "/v1/public/acme/inquiries", "", "form-1",
+		`{"name":"Ada Lovelace","email":"ada@example.com","subject":"Invoice","message":"Charged twice","category":"billing"}`); err != nil || code != 202 {
+		t.Fatalf("intake = %d %v", code, err)
+	}
+	statusCol := li.ColumnID(lists.ColStatus)
+	rowStatus := func(want string) func() bool {
+		return func() bool {
+			rs := fake.Rows(li.ID)
+			return len(rs) == 1 && len(rs[0].Strings(statusCol)) == 1 && rs[0].Strings(statusCol)[0] == want
+		}
+	}
+	eventually(t, "the row", rowStatus("new"))
+	_, list, err := srv.do("GET", "/v1/inquiries?consistent=true", op.Token, "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := list["items"].([]any)[0].(map[string]any)["id"].(string)
+
+	fake.AddRule(fakeslack.Rule{Method: "slackLists.items.update", Fault: fakeslack.HTTPStatus(503), Times: -1})
+	for v, body := range []string{`{"to":"triaged","priority":"high"}`, `{"to":"in_progress"}`} {
+		if code, res, err := srv.doIfMatch("POST", "/v1/inquiries/"+id+"/transitions", op.Token, fmt.Sprint(v+1), body); err != nil || code != 200 {
+			t.Fatalf("transition = %d %v %v", code, res, err)
+		}
+	}
+	listCLI := func(args ...string) []effectItem {
+		var out struct {
+			Items []effectItem `json:"items"`
+		}
+		cli(t, dir, &out, append([]string{"effects", "list", "--tenant", "acme", "--kind", lists.SyncArgs{}.Kind()}, args...)...)
+		return out.Items
+	}
+	var dead []effectItem
+	eventually(t, "two dead letters", func() bool {
+		dead = listCLI("--state", "discarded")
+		return len(dead) == 2
+	})
+	for _, e := range dead {
+		if e.Disposition != "dead_letter" || e.Inquiry != id || e.Destination != li.ID || e.Attempt != 1 ||
+			e.ErrorClass != "unknown_result" || e.LastError == "" || e.Kind != "slack_list_row_sync" {
+			t.Fatalf("dead letter (CLI) = %+v", e)
+		}
+	}
+	apiList := func(token, query string) []any {
+		code, body, err := srv.do("GET", "/v1/admin/effects"+query, token, "", "")
+		if err != nil || code != http.StatusOK {
+			t.Fatalf("GET /v1/admin/effects%s = %d %v %v", query, code, body, err)
+		}
+		items, _ := body["items"].([]any)
+		return items
+	}
+	api := apiList(tenant.AdminToken, "?state=discarded&kind=slack_list_row_sync&inquiry="+id)
+	if len(api) != 2 {
+		t.Fatalf("admin API dead letters = %v", api)
+	}
+	for i, it := range api {
+		m := it.(map[string]any)
+		if int64(m["id"].(float64)) != dead[i].ID || m["disposition"] != "dead_letter" || m["destination"] != li.ID ||
+			m["error_class"] != "unknown_result" || m["attempt"].(float64) != 1 {
+			t.Fatalf("admin API dead letter = %v, CLI %+v", m, dead[i])
+		}
+	}
+	if n := len(apiList(other.AdminToken, "")); n != 0 {
+		t.Fatalf("another tenant sees %d effects", n)
+	}
+	if code, _, _ := srv.do("GET", "/v1/admin/effects?kind=nope", tenant.AdminToken, "", ""); code != http.StatusUnprocessableEntity {
+		t.Fatalf("unknown kind = %d, want 422", code)
+	}
+	retried, cancelled := dead[0], dead[1]
+	if code, _, _ := srv.do("POST", fmt.Sprintf("/v1/admin/effects/%d/cancel", cancelled.ID), other.AdminToken, "", ""); code != http.StatusNotFound {
+		t.Fatalf("another tenant's cancel = %d, want 404", code)
+	}
+
+	fake.ClearFaults()
+	var r effectItem
+	cli(t, dir, &r, "effects", "retry", "--tenant", "acme", "--id", fmt.Sprint(retried.ID))
+	if r.ID != retried.ID || (r.State != "available" && r.State != "running" && r.State != "completed") {
+		t.Fatalf("retry = %+v", r)
+	}
+	eventually(t, "the row in progress", rowStatus("in_progress"))
+	code, body, err := srv.do("POST", fmt.Sprintf("/v1/admin/effects/%d/cancel", cancelled.ID), tenant.AdminToken, "", "")
+	if err != nil || code != http.StatusOK || body["state"] != "cancelled" {
+		t.Fatalf("cancel = %d %v %v", code, body, err)
+	}
+	if c := listCLI("--state", "cancelled"); len(c) != 1 || c[0].ID != cancelled.ID || c[0].Disposition != "cancelled" {
+		t.Fatalf("cancelled (CLI) = %+v", c)
+	}
+	eventually(t, "the retried effect done", func() bool {
+		for _, it := range apiList(tenant.AdminToken, "?state=completed&inquiry="+id) {
+			if m := it.(map[string]any); int64(m["id"].(float64)) == retried.ID && m["disposition"] == "done" {
+				return true
+			}
+		}
+		return false
+	})
+	if n := len(listCLI("--state", "discarded")); n != 0 {
+		t.Fatalf("%d dead letters left", n)
+	}
+}
