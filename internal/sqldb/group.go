@@ -23,6 +23,7 @@ type group struct {
 	calls     atomic.Uint64
 	largest   atomic.Uint64
 	abandoned atomic.Uint64
+	retried   atomic.Uint64
 }
 
 type groupCall struct {
@@ -37,6 +38,7 @@ type GroupStats struct {
 	Calls     uint64 `json:"calls"`     // calls that ran in them
 	Largest   uint64 `json:"largest"`   // the most calls one transaction held
 	Abandoned uint64 `json:"abandoned"` // calls whose context ended while they were still queued
+	Retried   uint64 `json:"retried"`   // batches run again with savepoints because a call failed
 	Waiting   int    `json:"waiting"`   // calls queued now, not yet taken by a transaction
 }
 
@@ -47,7 +49,7 @@ func (db *DB) GroupStats() GroupStats {
 	waiting := len(g.queue)
 	g.mu.Unlock()
 	return GroupStats{Commits: g.commits.Load(), Calls: g.calls.Load(), Largest: g.largest.Load(),
-		Abandoned: g.abandoned.Load(), Waiting: waiting}
+		Abandoned: g.abandoned.Load(), Retried: g.retried.Load(), Waiting: waiting}
 }
 
 func (db *DB) groupOf() *group {
@@ -61,12 +63,12 @@ func (db *DB) groupOf() *group {
 
 // Group runs fn in a write transaction that it shares with the other Group calls waiting on db
 // (group commit): one writer takes every call queued when it holds the write transaction (at most
-// MaxGroup), runs each fn in its own savepoint, in arrival order, commits once, and only then
-// answers each caller. Concurrent callers thus pay one commit (one fsync on SQLite with
+// MaxGroup), runs each fn in arrival order, commits once, and only then answers each caller. Concurrent callers thus pay one commit (one fsync on SQLite with
 // synchronous=FULL) per batch, and each is answered only once its writes are durable.
 //
 // fn's error rolls back fn's own writes alone and is returned to its caller; the other calls in
-// the transaction are unaffected. A failed commit is returned to every caller of the batch. fn runs
+// the transaction are unaffected (the batch is run again with a savepoint around each call, so fn
+// may run twice and must not keep effects of a run whose transaction did not commit). A failed commit is returned to every caller of the batch. fn runs
 // on the writer's goroutine with ctx's values but without its cancellation (ending one caller must
 // not abort the others' transaction); it must not start another transaction on the same file. When
 // ctx ends while the call is still queued, Group returns ctx.Err() and fn never runs; once taken,
@@ -125,19 +127,21 @@ func (g *group) run(db *DB) {
 }
 
 // write runs one batch: the calls are taken only once the transaction has begun (and, on SQLite,
-// holds the writer gate), so everything that queued meanwhile joins it.
+// holds the writer gate), so everything that queued meanwhile joins it. The calls first run one
+// after the other without savepoints; if one fails, that transaction is rolled back and the batch
+// runs again with a savepoint around each call, so only the failed ones lose their writes.
 func (g *group) write(db *DB) {
 	var batch []*groupCall
 	var errs []error
-	err := InConnTx(context.Background(), db, func(tx *Tx) error {
-		batch = g.take()
+	run := func(tx *Tx, savepoints bool) error {
 		errs = make([]error, len(batch))
-		if len(batch) == 1 {
-			// Alone: the transaction is the savepoint.
-			errs[0] = batch[0].fn(batch[0].ctx, tx)
-			return errs[0]
-		}
 		for i, c := range batch {
+			if !savepoints {
+				if errs[i] = c.fn(c.ctx, tx); errs[i] != nil {
+					return errRetryWithSavepoints
+				}
+				continue
+			}
 			if _, err := tx.ExecContext(c.ctx, "SAVEPOINT casebook_group"); err != nil {
 				return fmt.Errorf("group commit: savepoint: %w", err)
 			}
@@ -151,7 +155,19 @@ func (g *group) write(db *DB) {
 			}
 		}
 		return nil
+	}
+	err := InConnTx(context.Background(), db, func(tx *Tx) error {
+		batch = g.take()
+		return run(tx, false)
 	})
+	if errors.Is(err, errRetryWithSavepoints) {
+		if len(batch) == 1 {
+			err = errs[0] // alone, the transaction was its savepoint
+		} else {
+			g.retried.Add(1)
+			err = InConnTx(context.Background(), db, func(tx *Tx) error { return run(tx, true) })
+		}
+	}
 	if batch == nil { // the transaction never began: fail what is queued now, with its error
 		batch = g.take()
 		errs = make([]error, len(batch))
@@ -181,6 +197,9 @@ func (g *group) write(db *DB) {
 	}
 }
 
+// errRetryWithSavepoints rolls back a batch in which a call failed, to run it again with savepoints.
+var errRetryWithSavepoints = errors.New("group commit: a call failed; retrying the batch with savepoints")
+
 // GateStats counts how a handle's write transactions entered the SQLite writer gate.
 type GateStats struct {
 	Entered   uint64        `json:"entered"`   // write transactions begun
@@ -199,18 +218,38 @@ func (db *DB) enterGate(ctx context.Context) (release func(), err error) {
 		return func() {}, nil
 	}
 	db.gateEntered.Add(1)
-	select {
-	case db.writers <- struct{}{}:
-		return func() { <-db.writers }, nil
-	default:
-	}
-	db.gateContended.Add(1)
 	t0 := time.Now()
-	defer func() { db.gateWaited.Add(int64(time.Since(t0))) }()
-	select {
-	case db.writers <- struct{}{}:
-		return func() { <-db.writers }, nil
-	case <-ctx.Done():
-		return nil, ctx.Err()
+	contended, err := db.writers.enter(ctx, db.replayable)
+	if contended {
+		db.gateContended.Add(1)
+		db.gateWaited.Add(int64(time.Since(t0)))
 	}
+	if err != nil {
+		return nil, err
+	}
+	return db.writers.leave, nil
 }
+
+// TxHook writes something that must commit together with a store's next write: see WithTxHook.
+// subject names what the write was about (an event stream).
+type TxHook func(ctx context.Context, tx *Tx, subject string) error
+
+type txHookKey struct{}
+
+// WithTxHook returns a ctx under which a store that supports hooks (the embedded event store's
+// Append) runs fn inside the transaction of its write, after its own rows: fn's rows commit with
+// them or not at all, and fn's error fails the write.
+func WithTxHook(ctx context.Context, fn TxHook) context.Context {
+	return context.WithValue(ctx, txHookKey{}, fn)
+}
+
+// RunTxHook runs the hook ctx carries, if any, in tx.
+func RunTxHook(ctx context.Context, tx *Tx, subject string) error {
+	if fn, ok := ctx.Value(txHookKey{}).(TxHook); ok {
+		return fn(ctx, tx, subject)
+	}
+	return nil
+}
+
+// Handle is the database handle the transaction runs on.
+func (t *Tx) Handle() *DB { return t.db }

@@ -89,6 +89,9 @@ func TestGroupCommitsQueuedCallsTogether(t *testing.T) {
 			t.Fatalf("the blocking call and the %d queued calls took %d commits (largest batch %d), want 2 (and %d)",
 				n, after.Commits-before.Commits, after.Largest, n)
 		}
+		if after.Retried-before.Retried != 1 {
+			t.Fatalf("batches run again with savepoints: %d, want 1", after.Retried-before.Retried)
+		}
 		got := dbtest.Strings(t, db, `SELECT k FROM grouped ORDER BY k`)
 		want := []string{"k0", "k1", "k2", "k3", "k4", "k6", "k7"}
 		if !slices.Equal(got, want) {

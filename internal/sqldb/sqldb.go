@@ -58,10 +58,10 @@ func (d Dialect) String() string {
 type DB struct {
 	*sql.DB
 	Dialect Dialect
-	// writers admits one InTx at a time per SQLite file, across the handles on it: SQLite has one
-	// writer, and queueing here wakes the next writer at once instead of after its busy handler's
-	// sleep. Nil for Postgres.
-	writers chan struct{}
+	// writers admits one InTx at a time per SQLite file, across the handles on it (see gate). Nil
+	// for Postgres. replayable handles' writers yield to durable ones.
+	writers    *gate
+	replayable bool
 
 	gateEntered, gateContended atomic.Uint64
 	gateWaited                 atomic.Int64 // nanoseconds
@@ -72,7 +72,7 @@ type DB struct {
 }
 
 // sqliteWriters holds the writer gate of each SQLite file opened by this process.
-var sqliteWriters sync.Map // absolute path → chan struct{}
+var sqliteWriters sync.Map // absolute path → *gate
 
 // Rebind rewrites ? placeholders for the dialect. Queries must not contain literal question marks.
 func (db *DB) Rebind(q string) string {
@@ -101,7 +101,8 @@ func OpenSQLite(path string) (*DB, error) { return openSQLite(path, "FULL") }
 // OpenSQLiteReplayable opens the same file for writes that may be lost on a power failure because
 // the log replays them: projection output committed together with its checkpoint. It uses
 // synchronous=NORMAL (no fsync per commit; a process kill still loses nothing), and any later FULL
-// commit on the file makes these durable too, since the WAL is written in order.
+// commit on the file makes these durable too, since the WAL is written in order. Its write
+// transactions yield the file's writer gate to the durable handles' (see gate).
 func OpenSQLiteReplayable(path string) (*DB, error) { return openSQLite(path, "NORMAL") }
 
 func openSQLite(path, syncMode string) (*DB, error) {
@@ -124,8 +125,8 @@ func openSQLite(path, syncMode string) (*DB, error) {
 	if err != nil {
 		abs = path
 	}
-	gate, _ := sqliteWriters.LoadOrStore(abs, make(chan struct{}, 1))
-	return &DB{DB: db, Dialect: SQLite, writers: gate.(chan struct{})}, nil
+	g, _ := sqliteWriters.LoadOrStore(abs, &gate{})
+	return &DB{DB: db, Dialect: SQLite, writers: g.(*gate), replayable: syncMode != "FULL"}, nil
 }
 
 // Migration is one versioned schema step. SQL holds statements separated by ";\n"; Postgres is used
