@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/casebook/casebook/domain"
@@ -30,8 +31,9 @@ type Executor interface {
 }
 
 var (
-	_ Executor = (*Handler)(nil)
-	_ Executor = (*Audited)(nil)
+	_ Executor   = (*Handler)(nil)
+	_ Executor   = (*Audited)(nil)
+	_ TxRecorder = (*AuditLog)(nil)
 )
 
 // Outcome is what became of a command.
@@ -65,9 +67,11 @@ type AuditSink interface {
 }
 
 // Audited decorates an Executor: every command it passes on, accepted or refused, leaves one
-// AuditEntry. The entry is written after the command returns, so a refusal is recorded although
-// nothing was appended. A failing audit write does not change the command's answer (its effect or
-// refusal has already happened): it is logged at error level with the request id.
+// AuditEntry. An accepted command's entry is written in its append's transaction when the sink is a
+// TxRecorder on the event store's database (then an entry that cannot be written fails the append,
+// so nothing is accepted without it); otherwise, and for refusals and replays, the entry is written
+// after the command returns, and a failing write does not change the command's answer (its effect
+// or refusal has already happened): it is logged at error level with the request id.
 type Audited struct {
 	Next   Executor
 	Sink   AuditSink
@@ -85,11 +89,7 @@ func (a *Audited) record(ctx context.Context, e AuditEntry, replayed bool, err e
 	case replayed:
 		e.Outcome = OutcomeReplayed
 	}
-	now := time.Now
-	if a.Now != nil {
-		now = a.Now
-	}
-	e.At = now().UTC()
+	e.At = a.now()
 	// The caller may be gone (a client hung up); the record is written regardless.
 	if werr := a.Sink.Record(context.WithoutCancel(ctx), e); werr != nil {
 		log := a.Logger
@@ -105,47 +105,92 @@ func targetEntry(command string, t Target) AuditEntry {
 	return AuditEntry{RequestID: t.CorrelationID, Tenant: t.Tenant, Actor: t.Actor.ID, Command: command, InquiryID: t.InquiryID}
 }
 
+// TxRecorder is an AuditSink that can write an entry inside the transaction of the command's own
+// append (a sqldb.TxHook), so that an accepted command and its entry commit together, in one
+// commit. RecordTx reports false when tx is not on the sink's database.
+type TxRecorder interface {
+	RecordTx(ctx context.Context, tx *sqldb.Tx, e AuditEntry) (bool, error)
+}
+
+// withEntry returns ctx carrying a hook that writes e as accepted inside the append's transaction,
+// when the sink and the event store share a database (the embedded mode), and a flag set once it
+// did. An entry that cannot be written there fails the append: nothing is accepted without its
+// entry.
+func (a *Audited) withEntry(ctx context.Context, e AuditEntry) (context.Context, *atomic.Bool) {
+	wrote := new(atomic.Bool)
+	tr, ok := a.Sink.(TxRecorder)
+	if !ok {
+		return ctx, wrote
+	}
+	return sqldb.WithTxHook(ctx, func(ctx context.Context, tx *sqldb.Tx, stream string) error {
+		e := e
+		if e.InquiryID == "" {
+			e.InquiryID, _ = eventstore.StreamInquiry("inquiry", stream, e.Tenant)
+		}
+		e.Outcome, e.At = OutcomeAccepted, a.now()
+		ok, err := tr.RecordTx(ctx, tx, e)
+		wrote.Store(ok && err == nil)
+		return err
+	}), wrote
+}
+
+// finish records e unless its hook wrote it with the command's committed append.
+func (a *Audited) finish(ctx context.Context, e AuditEntry, wrote *atomic.Bool, replayed bool, err error) {
+	if err == nil && !replayed && wrote.Load() {
+		return
+	}
+	a.record(ctx, e, replayed, err)
+}
+
+func (a *Audited) now() time.Time {
+	if a.Now != nil {
+		return a.Now().UTC()
+	}
+	return time.Now().UTC()
+}
+
 // Intake executes and records c. A refused intake has no inquiry id.
 func (a *Audited) Intake(ctx context.Context, c Intake) (IntakeResult, error) {
-	res, err := a.Next.Intake(ctx, c)
-	a.record(ctx, AuditEntry{RequestID: c.CorrelationID, Tenant: c.Tenant, Actor: domain.System(c.Tenant, string(c.Source)).ID,
-		Command: "intake", InquiryID: res.InquiryID}, res.Replayed, err)
+	e := AuditEntry{RequestID: c.CorrelationID, Tenant: c.Tenant, Actor: domain.System(c.Tenant, string(c.Source)).ID, Command: "intake"}
+	hctx, wrote := a.withEntry(ctx, e)
+	res, err := a.Next.Intake(hctx, c)
+	e.InquiryID = res.InquiryID
+	a.finish(ctx, e, wrote, res.Replayed, err)
+	return res, err
+}
+
+// target executes one command on an existing inquiry and records it.
+func (a *Audited) target(ctx context.Context, command string, t Target, run func(context.Context) (Result, error)) (Result, error) {
+	e := targetEntry(command, t)
+	hctx, wrote := a.withEntry(ctx, e)
+	res, err := run(hctx)
+	a.finish(ctx, e, wrote, res.Replayed, err)
 	return res, err
 }
 
 // Transition executes and records c.
 func (a *Audited) Transition(ctx context.Context, c Transition) (Result, error) {
-	res, err := a.Next.Transition(ctx, c)
-	a.record(ctx, targetEntry("transition", c.Target), res.Replayed, err)
-	return res, err
+	return a.target(ctx, "transition", c.Target, func(ctx context.Context) (Result, error) { return a.Next.Transition(ctx, c) })
 }
 
 // Claim executes and records c.
 func (a *Audited) Claim(ctx context.Context, c Claim) (Result, error) {
-	res, err := a.Next.Claim(ctx, c)
-	a.record(ctx, targetEntry("claim", c.Target), res.Replayed, err)
-	return res, err
+	return a.target(ctx, "claim", c.Target, func(ctx context.Context) (Result, error) { return a.Next.Claim(ctx, c) })
 }
 
 // Assign executes and records c.
 func (a *Audited) Assign(ctx context.Context, c Assign) (Result, error) {
-	res, err := a.Next.Assign(ctx, c)
-	a.record(ctx, targetEntry("assign", c.Target), res.Replayed, err)
-	return res, err
+	return a.target(ctx, "assign", c.Target, func(ctx context.Context) (Result, error) { return a.Next.Assign(ctx, c) })
 }
 
 // AddNote executes and records c.
 func (a *Audited) AddNote(ctx context.Context, c AddNote) (Result, error) {
-	res, err := a.Next.AddNote(ctx, c)
-	a.record(ctx, targetEntry("note", c.Target), res.Replayed, err)
-	return res, err
+	return a.target(ctx, "note", c.Target, func(ctx context.Context) (Result, error) { return a.Next.AddNote(ctx, c) })
 }
 
 // Cancel executes and records c.
 func (a *Audited) Cancel(ctx context.Context, c Cancel) (Result, error) {
-	res, err := a.Next.Cancel(ctx, c)
-	a.record(ctx, targetEntry("cancel", c.Target), res.Replayed, err)
-	return res, err
+	return a.target(ctx, "cancel", c.Target, func(ctx context.Context) (Result, error) { return a.Next.Cancel(ctx, c) })
 }
 
 // ScheduleFollowUp executes and records c.
@@ -222,7 +267,9 @@ CREATE INDEX IF NOT EXISTS command_audit_tenant ON command_audit (tenant_id, seq
 // Record group-commits (sqldb.Group): concurrent calls share one transaction, together with the
 // event appends of the embedded store that are waiting at the same time, and each returns once the
 // transaction holding its entry has committed. So an entry is durable before the command's answer,
-// at one commit per batch rather than per command.
+// at one commit per batch rather than per command. When the event store shares the log's database
+// (the embedded mode), an accepted command's entry is written inside its append's transaction
+// instead (RecordTx through a sqldb.TxHook) and costs no commit of its own.
 type AuditLog struct {
 	db *sqldb.DB
 }
@@ -237,16 +284,25 @@ func NewAuditLog(ctx context.Context, db *sqldb.DB) (*AuditLog, error) {
 
 // Record inserts e and returns once it is committed.
 func (l *AuditLog) Record(ctx context.Context, e AuditEntry) error {
-	q := l.db.Rebind(`INSERT INTO command_audit
-		(request_id, tenant_id, actor, command, inquiry_id, outcome, code, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`)
 	err := sqldb.Group(ctx, l.db, func(ctx context.Context, tx *sqldb.Tx) error {
-		_, err := tx.ExecContext(ctx, q, e.RequestID, e.Tenant, e.Actor, e.Command, e.InquiryID, e.Outcome, e.Code, e.At.UnixNano())
+		_, err := l.RecordTx(ctx, tx, e)
 		return err
 	})
 	if err != nil {
 		return fmt.Errorf("command audit: %w", err)
 	}
 	return nil
+}
+
+// RecordTx inserts e inside tx, if tx is on the log's database (else it reports false).
+func (l *AuditLog) RecordTx(ctx context.Context, tx *sqldb.Tx, e AuditEntry) (bool, error) {
+	if tx.Handle() != l.db {
+		return false, nil
+	}
+	_, err := tx.ExecContext(ctx, l.db.Rebind(`INSERT INTO command_audit
+		(request_id, tenant_id, actor, command, inquiry_id, outcome, code, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`),
+		e.RequestID, e.Tenant, e.Actor, e.Command, e.InquiryID, e.Outcome, e.Code, e.At.UnixNano())
+	return err == nil, err
 }
 
 // Entries returns a tenant's most recent entries (at most limit), oldest first.

@@ -315,3 +315,47 @@ func TestAuditLogConcurrentRecords(t *testing.T) {
 		}
 	})
 }
+
+// TestAcceptedEntryCommitsWithItsAppend: on the embedded store an accepted command's audit entry is
+// written in its append's transaction (no grouped write of its own), a replay's entry afterwards;
+// and when the entry cannot be written the append fails with it, so nothing is accepted unaudited.
+func TestAcceptedEntryCommitsWithItsAppend(t *testing.T) {
+	t.Parallel()
+	tb := setup(t)
+	ctx := t.Context()
+	a, l := tb.audited(t)
+	c := intake("with-append")
+	c.Tenant = tb.tenant
+	before := tb.db.GroupStats().Calls
+	res, err := a.Intake(ctx, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if calls := tb.db.GroupStats().Calls - before; calls != 1 {
+		t.Fatalf("an accepted intake made %d grouped writes, want 1 (its append, holding the entry)", calls)
+	}
+	if _, err := a.Intake(ctx, c); err != nil { // replayed: nothing appended, entry written after
+		t.Fatal(err)
+	}
+	got, err := l.Entries(ctx, tb.tenant, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || got[0].Outcome != commands.OutcomeAccepted || got[0].InquiryID != res.InquiryID ||
+		got[1].Outcome != commands.OutcomeReplayed || got[1].InquiryID != res.InquiryID {
+		t.Fatalf("entries %+v, want accepted then replayed for %s", got, res.InquiryID)
+	}
+
+	if _, err := tb.db.ExecContext(ctx, `DROP TABLE command_audit`); err != nil {
+		t.Fatal(err)
+	}
+	c = intake("unauditable")
+	c.Tenant = tb.tenant
+	if _, err := a.Intake(ctx, c); err == nil {
+		t.Fatal("an intake whose audit entry cannot be written was accepted")
+	}
+	id, _ := tb.h.IntakeID(tb.tenant, c.Source, c.IdempotencyKey)
+	if n := tb.streamLen(t, id); n != 0 {
+		t.Fatalf("the refused intake's stream holds %d events, want none", n)
+	}
+}

@@ -71,7 +71,8 @@ func New(ctx context.Context, db *sqldb.DB, opts Options) (*Store, error) {
 // Append implements eventstore.Store. Concurrent appends are group-committed (sqldb.Group): each
 // checks its expected revision inside the shared transaction, after the appends queued before it,
 // and a failed condition fails only its own append. Append returns only after the transaction
-// holding its events has committed.
+// holding its events has committed. A sqldb.TxHook in ctx writes in the same transaction (the
+// command audit row of the command that appends).
 func (s *Store) Append(ctx context.Context, stream string, expected eventstore.ExpectedRevision, events []eventstore.EventData) (eventstore.AppendResult, error) {
 	if stream == "" {
 		return eventstore.AppendResult{}, errors.New("eventstore/sqlite: empty stream name")
@@ -111,7 +112,7 @@ func (s *Store) Append(ctx context.Context, stream string, expected eventstore.E
 			}
 			res = eventstore.AppendResult{NextRevision: next + uint64(i), Position: pos(seq)}
 		}
-		return nil
+		return sqldb.RunTxHook(ctx, tx, stream)
 	})
 	if err != nil {
 		return eventstore.AppendResult{}, err
