@@ -18,6 +18,7 @@ import (
 	"path/filepath"
 	"runtime/pprof"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -416,9 +417,17 @@ func measureVisibility(ctx context.Context, a *app.App, client *http.Client, bas
 			}
 			acked := time.Now()
 			id, _ := a.Commands.IntakeID(tenant, domain.SourcePublicForm, key)
-			if _, err := call(client, http.MethodGet, base+"/v1/inquiries/"+string(id)+"?consistent=true", token, nil, "", http.StatusOK); err != nil {
-				fail(err)
-				return
+			// A 503 (the query model has not caught up within the server's wait) says retry: the
+			// delay keeps counting until the inquiry is served, for at most a minute.
+			for {
+				_, err := call(client, http.MethodGet, base+"/v1/inquiries/"+string(id)+"?consistent=true", token, nil, "", http.StatusOK)
+				if err == nil {
+					break
+				}
+				if !strings.Contains(err.Error(), "projection_lagging") || time.Since(acked) > time.Minute {
+					fail(err)
+					return
+				}
 			}
 			seen := time.Now()
 			mu.Lock()
