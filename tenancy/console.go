@@ -67,6 +67,11 @@ func (s *Store) StartSession(ctx context.Context, token string, ttl time.Duratio
 	if tokExp.Valid && tokExp.Int64 < exp.UnixNano() {
 		exp = time.Unix(0, tokExp.Int64)
 	}
+	// Sessions over for a day are of no further use: each sign-in clears them.
+	if _, err := s.db.ExecContext(ctx, s.db.Rebind(`DELETE FROM console_sessions WHERE expires_at < ? OR ended_at < ?`),
+		now.Add(-24*time.Hour).UnixNano(), now.Add(-24*time.Hour).UnixNano()); err != nil {
+		return domain.Principal{}, Session{}, "", fmt.Errorf("start session: %w", err)
+	}
 	secret := "cs_" + randomString(32)
 	sess := Session{CSRF: randomString(24), ExpiresAt: exp.UTC()}
 	if _, err := s.db.ExecContext(ctx, s.db.Rebind(`INSERT INTO console_sessions (hash, token_hash, csrf, created_at, expires_at)

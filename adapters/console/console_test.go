@@ -17,7 +17,6 @@ import (
 
 	"github.com/casebook/casebook/adapters/httpapi"
 	"github.com/casebook/casebook/domain"
-	"github.com/casebook/casebook/eventstore"
 	"github.com/casebook/casebook/internal/app"
 	"github.com/casebook/casebook/internal/apptest"
 	"github.com/casebook/casebook/internal/ratelimit"
@@ -153,14 +152,7 @@ func (c *browserClient) csrf() string {
 	return m[1]
 }
 
-func (tb *testBundle) logLen(t *testing.T) int {
-	t.Helper()
-	evs, err := tb.app.Store.ReadAll(t.Context(), eventstore.Start, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return len(evs)
-}
+func (tb *testBundle) logLen(t *testing.T) int { t.Helper(); return apptest.LogLen(t, tb.app) }
 
 // intake records an inquiry for tenant and waits until the query model shows it.
 func (tb *testBundle) intake(t *testing.T, tenant domain.TenantID, key string) (domain.InquiryID, string) {
@@ -172,20 +164,6 @@ func (tb *testBundle) intake(t *testing.T, tenant domain.TenantID, key string) (
 		t.Fatal(err)
 	}
 	return id, q.Receipt
-}
-
-// catchUp waits until the query model has applied the whole log.
-func (tb *testBundle) catchUp(t *testing.T) {
-	t.Helper()
-	head, err := tb.app.Store.Head(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(t.Context(), 30e9)
-	defer cancel()
-	if err := tb.app.QueryModel().WaitFor(ctx, head); err != nil {
-		t.Fatal(err)
-	}
 }
 
 func embedded(t *testing.T) app.Config { return apptest.Backends[0].Config(t) }
@@ -469,9 +447,9 @@ func TestInboxFiltersAndCounts(t *testing.T) {
 	}
 }
 
-// catchUpAll waits until every subscriber (query model, schedules, Slack intents) has applied the
+// catchUp waits until every subscriber (query model, schedules, Slack intents) has applied the
 // whole log.
-func (tb *testBundle) catchUpAll(t *testing.T) {
+func (tb *testBundle) catchUp(t *testing.T) {
 	t.Helper()
 	head, err := tb.app.Store.Head(t.Context())
 	if err != nil {
@@ -525,7 +503,7 @@ func TestConsoleDueDatesAndFollowUps(t *testing.T) {
 	if p := post("follow-up", url.Values{"in": {"soon"}}); p.status != http.StatusUnprocessableEntity || !strings.Contains(p.body, "choose when") {
 		t.Fatalf("a follow-up without a delay: %d", p.status)
 	}
-	tb.catchUpAll(t)
+	tb.catchUp(t)
 	p := c.get(path)
 	for _, want := range []string{`<dd id="due-at">` + due + ` 09:30 UTC</dd>`, "Follow up", "Bob", `/cancel-follow-up"`} {
 		if !strings.Contains(p.body, want) {
@@ -539,7 +517,7 @@ func TestConsoleDueDatesAndFollowUps(t *testing.T) {
 	if p := post("cancel-follow-up", url.Values{"job_id": {job[1]}}); p.status != http.StatusSeeOther {
 		t.Fatalf("cancel follow-up: %d %s", p.status, p.body)
 	}
-	tb.catchUpAll(t)
+	tb.catchUp(t)
 	if p := c.get(path); strings.Contains(p.body, `name="job_id" value="`+job[1]+`"`) {
 		t.Fatal("the cancelled follow-up is still offered")
 	}

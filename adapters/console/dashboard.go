@@ -27,11 +27,8 @@ func (c *Console) dashboard(w http.ResponseWriter, r *http.Request, s *session) 
 		return
 	}
 	q := r.URL.Query()
-	for k, v := range q {
-		if (k != "from" && k != "to") || len(v) > 1 {
-			c.renderError(w, r, s, http.StatusBadRequest, "Unknown or repeated parameter "+strconv.Quote(k)+".")
-			return
-		}
+	if !c.onlyParams(w, r, s, map[string]bool{"from": true, "to": true}) {
+		return
 	}
 	from, to, err := queries.StatsRange(q.Get("from"), q.Get("to"), c.Now())
 	if err != nil {

@@ -56,11 +56,8 @@ func (c *Console) inbox(w http.ResponseWriter, r *http.Request, s *session) {
 		return
 	}
 	q := r.URL.Query()
-	for k, v := range q {
-		if !inboxParams[k] || len(v) > 1 {
-			c.renderError(w, r, s, http.StatusBadRequest, "Unknown or repeated filter "+strconv.Quote(k)+".")
-			return
-		}
+	if !c.onlyParams(w, r, s, inboxParams) {
+		return
 	}
 	f := queries.Filter{Owner: domain.PrincipalID(q.Get("owner")), Team: q.Get("team"), Cursor: q.Get("cursor"), Limit: 25}
 	var err error
@@ -136,6 +133,18 @@ func (c *Console) inbox(w http.ResponseWriter, r *http.Request, s *session) {
 	c.render(w, r, http.StatusOK, "inbox", s, v)
 }
 
+// onlyParams refuses (400) a query with a parameter not in allowed, or one given twice: a
+// misspelt filter must not silently show everything.
+func (c *Console) onlyParams(w http.ResponseWriter, r *http.Request, s *session, allowed map[string]bool) bool {
+	for k, v := range r.URL.Query() {
+		if !allowed[k] || len(v) > 1 {
+			c.renderError(w, r, s, http.StatusBadRequest, "Unknown or repeated parameter "+strconv.Quote(k)+".")
+			return false
+		}
+	}
+	return true
+}
+
 // people names the tenant's principals (owner column and filters) and lists its teams.
 func (c *Console) people(ctx context.Context, tenant domain.TenantID) (map[domain.PrincipalID]string, []personOption, []string) {
 	names := map[domain.PrincipalID]string{}
@@ -168,6 +177,13 @@ func (c *Console) staleness() string {
 		return "The query model is retrying after an error: recent changes may not show yet."
 	}
 	return ""
+}
+
+// flashes confirm an inquiry action, by the action's name.
+var flashes = map[string]string{
+	"claim": "Claimed: you own this inquiry.", "transition": "Status changed.", "assign": "Assigned.", "note": "Note added.",
+	"follow-up": "Follow-up scheduled.", "cancel-follow-up": "Follow-up cancelled.", "due": "Due date saved.",
+	"watchers": "Watcher added.", "team": "Team changed.",
 }
 
 type inquiryView struct {
@@ -220,26 +236,7 @@ func (c *Console) inquiry(w http.ResponseWriter, r *http.Request, s *session) {
 		c.fail(w, r, s, err)
 		return
 	}
-	switch r.URL.Query().Get("done") {
-	case "claim":
-		v.Flash = "Claimed: you own this inquiry."
-	case "transition":
-		v.Flash = "Status changed."
-	case "assign":
-		v.Flash = "Assigned."
-	case "note":
-		v.Flash = "Note added."
-	case "follow-up":
-		v.Flash = "Follow-up scheduled."
-	case "cancel-follow-up":
-		v.Flash = "Follow-up cancelled."
-	case "due":
-		v.Flash = "Due date saved."
-	case "watchers":
-		v.Flash = "Watcher added."
-	case "team":
-		v.Flash = "Team changed."
-	}
+	v.Flash = flashes[r.URL.Query().Get("done")]
 	c.render(w, r, status, "inquiry", s, v)
 }
 

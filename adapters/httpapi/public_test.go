@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/casebook/casebook/eventstore"
 	"github.com/casebook/casebook/internal/app"
+	"github.com/casebook/casebook/internal/apptest"
 	"github.com/casebook/casebook/internal/ratelimit"
 )
 
@@ -31,14 +31,7 @@ func (tb *testBundle) intake(t *testing.T, slug string, headers map[string]strin
 	return tb.do(t, "POST", "/v1/public/"+slug+"/inquiries", "", headers, body)
 }
 
-func (tb *testBundle) logLen(t *testing.T) int {
-	t.Helper()
-	evs, err := tb.app.Store.ReadAll(t.Context(), eventstore.Start, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return len(evs)
-}
+func (tb *testBundle) logLen(t *testing.T) int { t.Helper(); return apptest.LogLen(t, tb.app) }
 
 // TestPublicBodyLimit: the configured body limit answers 413 before anything is decoded.
 func TestPublicBodyLimit(t *testing.T) {

@@ -474,15 +474,9 @@ func (s *Server) listInquiries(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	q := r.URL.Query()
-	for k, v := range q {
-		if !listParams[k] {
-			s.writeError(w, r, badRequest("unknown query parameter "+strconv.Quote(k)))
-			return
-		}
-		if len(v) > 1 {
-			s.writeError(w, r, badRequest("query parameter "+strconv.Quote(k)+" given more than once"))
-			return
-		}
+	if err := onlyParams(q, listParams); err != nil {
+		s.writeError(w, r, err)
+		return
 	}
 	f := queries.Filter{Owner: domain.PrincipalID(q.Get("owner")), Team: q.Get("team"), Receipt: q.Get("receipt"),
 		Subject: q.Get("subject")}

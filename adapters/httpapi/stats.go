@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"net/http"
+	"net/url"
 	"strconv"
 	"time"
 
@@ -19,11 +20,9 @@ func (s *Server) stats(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	q := r.URL.Query()
-	for k, v := range q {
-		if !statsParams[k] || len(v) > 1 {
-			s.writeError(w, r, badRequest("unknown or repeated query parameter "+strconv.Quote(k)))
-			return
-		}
+	if err := onlyParams(q, statsParams); err != nil {
+		s.writeError(w, r, err)
+		return
 	}
 	now := time.Now
 	if s.Now != nil {
@@ -40,4 +39,18 @@ func (s *Server) stats(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, st)
+}
+
+// onlyParams refuses a query with a parameter not in allowed, or one given twice: a misspelt
+// filter must not be ignored.
+func onlyParams(q url.Values, allowed map[string]bool) error {
+	for k, v := range q {
+		if !allowed[k] {
+			return badRequest("unknown query parameter " + strconv.Quote(k))
+		}
+		if len(v) > 1 {
+			return badRequest("query parameter " + strconv.Quote(k) + " given more than once")
+		}
+	}
+	return nil
 }

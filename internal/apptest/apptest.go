@@ -17,6 +17,7 @@ import (
 	"github.com/casebook/casebook/adapters/slack/lists"
 	"github.com/casebook/casebook/commands"
 	"github.com/casebook/casebook/domain"
+	"github.com/casebook/casebook/eventstore"
 	"github.com/casebook/casebook/internal/app"
 	"github.com/casebook/casebook/internal/pgtest"
 )
@@ -151,4 +152,14 @@ func BoardColumns() []fakeslack.Column {
 		{Key: lists.ColTeam, Name: "Team", Type: "text"},
 		{Key: "notes", Name: "Notes", Type: "text"},
 	}
+}
+
+// LogLen counts the events in a's whole log (for "nothing was appended" checks).
+func LogLen(t testing.TB, a *app.App) int {
+	t.Helper()
+	evs, err := a.Store.ReadAll(t.Context(), eventstore.Start, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(evs)
 }
