@@ -98,84 +98,46 @@ func (s *Server) scheduleFollowUp(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) cancelFollowUp(w http.ResponseWriter, r *http.Request) {
-	t, err := target(r, false)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	res, err := s.Commands.CancelFollowUp(r.Context(), commands.CancelFollowUp{Target: t, JobID: mux.Vars(r)["job_id"]})
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	s.writeResult(w, r, res)
+	s.command(w, r, false, nil, func(t commands.Target) (commands.Result, error) {
+		return s.Commands.CancelFollowUp(r.Context(), commands.CancelFollowUp{Target: t, JobID: mux.Vars(r)["job_id"]})
+	})
 }
 
 func (s *Server) setDueDate(w http.ResponseWriter, r *http.Request) {
 	var in struct {
 		DueAt *string `json:"due_at"`
 	}
-	t, err := target(r, false)
-	if err == nil {
-		err = decode(w, r, MaxOperatorBody, &in)
-	}
-	c := commands.SetDueDate{Target: t}
-	if err == nil && in.DueAt == nil {
-		err = domain.Invalid("due_at", "is required (null clears the due date)")
-	}
-	if err == nil && *in.DueAt != "" {
-		c.DueAt, err = parseTime("due_at", *in.DueAt)
-	}
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	res, err := s.Commands.SetDueDate(r.Context(), c)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	s.writeResult(w, r, res)
+	s.command(w, r, false, &in, func(t commands.Target) (commands.Result, error) {
+		c := commands.SetDueDate{Target: t}
+		if in.DueAt == nil {
+			return commands.Result{}, domain.Invalid("due_at", "is required (null clears the due date)")
+		}
+		if *in.DueAt != "" {
+			var err error
+			if c.DueAt, err = parseTime("due_at", *in.DueAt); err != nil {
+				return commands.Result{}, err
+			}
+		}
+		return s.Commands.SetDueDate(r.Context(), c)
+	})
 }
 
 func (s *Server) addWatcher(w http.ResponseWriter, r *http.Request) {
 	var in struct {
 		Principal string `json:"principal"`
 	}
-	t, err := target(r, false)
-	if err == nil {
-		err = decode(w, r, MaxOperatorBody, &in)
-	}
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	res, err := s.Commands.AddWatcher(r.Context(), commands.AddWatcher{Target: t, Principal: domain.PrincipalID(in.Principal)})
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	s.writeResult(w, r, res)
+	s.command(w, r, false, &in, func(t commands.Target) (commands.Result, error) {
+		return s.Commands.AddWatcher(r.Context(), commands.AddWatcher{Target: t, Principal: domain.PrincipalID(in.Principal)})
+	})
 }
 
 func (s *Server) route(w http.ResponseWriter, r *http.Request) {
 	var in struct {
 		Team string `json:"team"`
 	}
-	t, err := target(r, false)
-	if err == nil {
-		err = decode(w, r, MaxOperatorBody, &in)
-	}
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	res, err := s.Commands.Route(r.Context(), commands.Route{Target: t, Team: in.Team})
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	s.writeResult(w, r, res)
+	s.command(w, r, false, &in, func(t commands.Target) (commands.Result, error) {
+		return s.Commands.Route(r.Context(), commands.Route{Target: t, Team: in.Team})
+	})
 }
 
 // writeResultWith is writeResult with more fields in the body.

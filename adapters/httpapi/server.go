@@ -633,24 +633,17 @@ type transitionBody struct {
 	Priority string `json:"priority"`
 }
 
-func (s *Server) transition(w http.ResponseWriter, r *http.Request) {
-	var in transitionBody
-	t, err := target(r, true)
+// command runs one operator command: its target (If-Match required or optional), its JSON body
+// decoded into body (nil: the command takes none), then run; it answers the result or the error.
+func (s *Server) command(w http.ResponseWriter, r *http.Request, ifMatchRequired bool, body any, run func(commands.Target) (commands.Result, error)) {
+	t, err := target(r, ifMatchRequired)
+	if err == nil && body != nil {
+		err = decode(w, r, MaxOperatorBody, body)
+	}
+	var res commands.Result
 	if err == nil {
-		err = decode(w, r, MaxOperatorBody, &in)
+		res, err = run(t)
 	}
-	c := commands.Transition{Target: t, Reason: in.Reason}
-	if err == nil {
-		c.To, err = domain.ParseStatus("to", in.To)
-	}
-	if err == nil && in.Priority != "" {
-		c.Priority, err = domain.ParsePriority("priority", in.Priority)
-	}
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	res, err := s.Commands.Transition(r.Context(), c)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -658,56 +651,43 @@ func (s *Server) transition(w http.ResponseWriter, r *http.Request) {
 	s.writeResult(w, r, res)
 }
 
+func (s *Server) transition(w http.ResponseWriter, r *http.Request) {
+	var in transitionBody
+	s.command(w, r, true, &in, func(t commands.Target) (commands.Result, error) {
+		c := commands.Transition{Target: t, Reason: in.Reason}
+		var err error
+		if c.To, err = domain.ParseStatus("to", in.To); err != nil {
+			return commands.Result{}, err
+		}
+		if in.Priority != "" {
+			if c.Priority, err = domain.ParsePriority("priority", in.Priority); err != nil {
+				return commands.Result{}, err
+			}
+		}
+		return s.Commands.Transition(r.Context(), c)
+	})
+}
+
 func (s *Server) claim(w http.ResponseWriter, r *http.Request) {
-	t, err := target(r, false)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	res, err := s.Commands.Claim(r.Context(), commands.Claim{Target: t})
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	s.writeResult(w, r, res)
+	s.command(w, r, false, nil, func(t commands.Target) (commands.Result, error) {
+		return s.Commands.Claim(r.Context(), commands.Claim{Target: t})
+	})
 }
 
 func (s *Server) assign(w http.ResponseWriter, r *http.Request) {
 	var in struct {
 		Owner string `json:"owner"`
 	}
-	t, err := target(r, true)
-	if err == nil {
-		err = decode(w, r, MaxOperatorBody, &in)
-	}
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	res, err := s.Commands.Assign(r.Context(), commands.Assign{Target: t, Owner: domain.PrincipalID(in.Owner)})
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	s.writeResult(w, r, res)
+	s.command(w, r, true, &in, func(t commands.Target) (commands.Result, error) {
+		return s.Commands.Assign(r.Context(), commands.Assign{Target: t, Owner: domain.PrincipalID(in.Owner)})
+	})
 }
 
 func (s *Server) addNote(w http.ResponseWriter, r *http.Request) {
 	var in struct {
 		Body string `json:"body"`
 	}
-	t, err := target(r, false)
-	if err == nil {
-		err = decode(w, r, MaxOperatorBody, &in)
-	}
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	res, err := s.Commands.AddNote(r.Context(), commands.AddNote{Target: t, Body: in.Body})
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	s.writeResult(w, r, res)
+	s.command(w, r, false, &in, func(t commands.Target) (commands.Result, error) {
+		return s.Commands.AddNote(r.Context(), commands.AddNote{Target: t, Body: in.Body})
+	})
 }
