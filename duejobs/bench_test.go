@@ -157,6 +157,9 @@ func TestIdleClaimUsesIndex(t *testing.T) {
 			}
 			plan = append(plan, fmt.Sprint(vals[len(vals)-1]))
 		}
+		if err := rows.Err(); err != nil {
+			t.Fatal(err)
+		}
 		all := strings.Join(plan, "\n")
 		t.Logf("plan:\n%s", all)
 		if !strings.Contains(all, "due_jobs_ready_id") || strings.Contains(all, "Seq Scan") || strings.Contains(all, "SCAN due_jobs") ||

@@ -274,12 +274,10 @@ func (s *Server) withDue(ctx context.Context, tenant domain.TenantID, id domain.
 	}
 	extra := map[string]any{}
 	c, err := s.Reader.Clock(ctx, tenant, id)
-	switch {
-	case err == nil:
-		extra["sla"] = c
-	default:
-		extra["sla"] = queries.Clock{Breached: []string{}, Watchers: []domain.PrincipalID{}}
+	if err != nil { // not yet applied by the schedules subscriber: an empty clock
+		c = queries.Clock{Breached: []string{}, Watchers: []domain.PrincipalID{}}
 	}
+	extra["sla"] = c
 	jobs := []pendingJob{}
 	for _, st := range []duejobs.State{duejobs.StatePending, duejobs.StateClaimed} {
 		list, err := s.Due.DueJobs(ctx, tenant, duejobs.ListFilter{Inquiry: id, State: st})

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"regexp"
@@ -294,7 +295,7 @@ func TestDueAlertRulesNameExportedMetrics(t *testing.T) {
 		t.Fatal(err)
 	}
 	rec := httptest.NewRecorder()
-	d.a.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	d.a.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
 	metrics := rec.Body.String()
 	used := regexp.MustCompile(`casebook_due_[a-z_]+`).FindAllString(string(rules), -1)
 	for _, m := range used {
