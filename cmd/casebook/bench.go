@@ -18,7 +18,6 @@ import (
 	"path/filepath"
 	"runtime/pprof"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -424,7 +423,7 @@ func measureVisibility(ctx context.Context, a *app.App, client *http.Client, bas
 				if err == nil {
 					break
 				}
-				if !strings.Contains(err.Error(), "projection_lagging") || time.Since(acked) > time.Minute {
+				if !lagging(err) || time.Since(acked) > time.Minute {
 					fail(err)
 					return
 				}
@@ -593,7 +592,29 @@ func call(c *http.Client, method, url, token string, headers map[string]string, 
 		return nil, err
 	}
 	if resp.StatusCode != want {
-		return nil, fmt.Errorf("%s %s: status %d: %s", method, url, resp.StatusCode, b)
+		var e struct {
+			Error struct{ Code string } `json:"error"`
+		}
+		_ = json.Unmarshal(b, &e)
+		return nil, &statusError{Method: method, URL: url, Status: resp.StatusCode, Code: e.Error.Code, Body: b}
 	}
 	return b, nil
+}
+
+// statusError is an answer other than the one expected, with the API's error code.
+type statusError struct {
+	Method, URL string
+	Status      int
+	Code        string
+	Body        []byte
+}
+
+func (e *statusError) Error() string {
+	return fmt.Sprintf("%s %s: status %d: %s", e.Method, e.URL, e.Status, e.Body)
+}
+
+// lagging reports whether err is the API's 503 projection_lagging (retry later).
+func lagging(err error) bool {
+	var se *statusError
+	return errors.As(err, &se) && se.Code == "projection_lagging"
 }
