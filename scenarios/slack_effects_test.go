@@ -2,8 +2,11 @@ package scenarios
 
 import (
 	"fmt"
+	"io"
 	"net/http"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/casebook/casebook/adapters/slack/fakeslack"
 	"github.com/casebook/casebook/adapters/slack/lists"
@@ -103,6 +106,15 @@ func TestListDeadLetterRecovery(t *testing.T) {
 		items, _ := body["items"].([]any)
 		return items
 	}
+	res, err := http.Get(srv.base + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics, err := io.ReadAll(res.Body)
+	res.Body.Close()
+	if err != nil || !strings.Contains(string(metrics), `casebook_slack_effects{disposition="dead",kind="slack_list_row_sync"} 2`) {
+		t.Fatalf("metrics lack the two List dead letters: %v\n%s", err, metrics)
+	}
 	api := apiList(tenant.AdminToken, "?state=discarded&kind=slack_list_row_sync&inquiry="+id)
 	if len(api) != 2 {
 		t.Fatalf("admin API dead letters = %v", api)
@@ -149,5 +161,70 @@ func TestListDeadLetterRecovery(t *testing.T) {
 	})
 	if n := len(listCLI("--state", "discarded")); n != 0 {
 		t.Fatalf("%d dead letters left", n)
+	}
+}
+
+// TestBurstOverHTTPCostsOneUpdateAndOneReply: the real binary with its default debounce (quiet
+// 2 s, maximum delay 15 s) and the fake Slack. After the root is posted, 20 transitions within about
+// three seconds over HTTP cost one root update and one reply, which show the final version. The
+// counts are logged; the assertion is the bound.
+func TestBurstOverHTTPCostsOneUpdateAndOneReply(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	const ch = "C0OPS000001"
+	fake := fakeslack.NewTestServer(t, fakeslack.Options{Channels: []string{ch}, Clock: fakeslack.SystemClock()})
+	var tenant struct {
+		AdminToken string `json:"admin_token"`
+	}
+	cli(t, dir, &tenant, "tenants", "create", "--slug", "acme")
+	var op struct {
+		Token string `json:"token"`
+	}
+	cli(t, dir, &op, "principals", "create", "--tenant", "acme", "--name", "Olga", "--role", "operator", "--team", "support")
+	var inst map[string]any
+	cli(t, dir, &inst, "slack", "install", "--tenant", "acme", "--token", fake.Token(), "--signing-secret", "s",
+		"--app-id", "A0FAKEAPP01", "--slack-api-url", fake.URL())
+	cli(t, dir, &inst, "slack", "destination", "--tenant", "acme", "--channel", ch, "--clearance", "internal")
+	srv := start(t, dir)
+	if code, _, err := srv.do("POST", "/v1/public/acme/inquiries", "", "form-1",
+		`{"name":"Ada Lovelace","email":"ada@example.com","subject":"Invoice","message":"Charged twice","category":"billing"}`); err != nil || code != 202 {
+		t.Fatalf("intake = %d %v", code, err)
+	}
+	eventually(t, "the root message", func() bool { return len(fake.Messages(ch)) == 1 })
+	_, list, err := srv.do("GET", "/v1/inquiries?consistent=true", op.Token, "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := list["items"].([]any)[0].(map[string]any)["id"].(string)
+	updates, posts := fake.CallCount("chat.update"), fake.CallCount("chat.postMessage")
+
+	bodies := []string{`{"to":"triaged","priority":"high"}`, `{"to":"in_progress"}`}
+	for len(bodies) < 20 {
+		bodies = append(bodies, `{"to":"waiting","reason":"asked the customer"}`, `{"to":"in_progress"}`)
+	}
+	pace := time.NewTicker(140 * time.Millisecond) // 20 transitions in about three seconds
+	defer pace.Stop()
+	began := time.Now()
+	for v, body := range bodies {
+		<-pace.C
+		if code, res, err := srv.doIfMatch("POST", "/v1/inquiries/"+id+"/transitions", op.Token, fmt.Sprint(v+1), body); err != nil || code != 200 {
+			t.Fatalf("transition %d = %d %v %v", v+1, code, res, err)
+		}
+	}
+	burst := time.Since(began)
+	eventually(t, "the thread at version 21", func() bool {
+		m := fake.Messages(ch)
+		return len(m) == 1 && len(m[0].Replies) >= 1 && strings.Contains(m[0].Replies[len(m[0].Replies)-1].Text, "version 21")
+	})
+	eventually(t, "slack synced on the detail", func() bool {
+		_, d, err := srv.do("GET", "/v1/inquiries/"+id, op.Token, "", "")
+		sl, _ := d["slack"].(map[string]any)
+		return err == nil && sl["state"] == "synced"
+	})
+	du, dp := fake.CallCount("chat.update")-updates, fake.CallCount("chat.postMessage")-posts
+	replies := len(fake.Messages(ch)[0].Replies)
+	t.Logf("20 transitions over HTTP in %s: %d root updates, %d replies (chat.postMessage %d)", burst.Round(time.Millisecond), du, replies, dp)
+	if du > 1 || replies > 1 || dp > 1 {
+		t.Fatalf("burst cost %d root updates and %d replies (%d posts), want at most one of each", du, replies, dp)
 	}
 }

@@ -323,7 +323,7 @@ func (a *App) Handler() http.Handler {
 // methods and status classes, and per-projection figures over the whole log.
 func (a *App) handlers() (api, metrics http.Handler) {
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), projectionCollector{a}, storageCollector{a}, dueCollector{a})
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), projectionCollector{a}, storageCollector{a}, dueCollector{a}, effectsCollector{a})
 	metrics = promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
 	s := &httpapi.Server{
 		Commands: a.audited(), Reader: a.Reader, Tenancy: a.Tenancy, QueryModel: a.QueryModel(),

@@ -76,9 +76,13 @@ func Transition(t testing.TB, a *app.App, actor domain.Principal, id domain.Inqu
 	}
 }
 
-// Open opens the application with cfg; it is closed when t ends.
+// Open opens the application with cfg; it is closed when t ends. Slack updates are not debounced
+// unless cfg sets SlackTiming.Quiet: tests hold the clock still, so an inquiry would never be quiet.
 func Open(t testing.TB, cfg app.Config) *app.App {
 	t.Helper()
+	if cfg.SlackTiming.Quiet == 0 {
+		cfg.SlackTiming.Quiet = -1
+	}
 	a, err := app.Open(t.Context(), cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -62,6 +62,23 @@ func (w *Worker) active(ctx context.Context, tenant domain.TenantID, list string
 	return c, true, nil
 }
 
+// load returns the List's config and the inquiry when a job may do I/O for them; ok=false means
+// do nothing. An inquiry that does not exist cancels the job.
+func (w *Worker) load(ctx context.Context, tenant domain.TenantID, list string, id domain.InquiryID) (Config, *domain.Inquiry, bool, error) {
+	c, ok, err := w.active(ctx, tenant, list)
+	if !ok || err != nil {
+		return c, nil, false, err
+	}
+	q, err := w.Load(ctx, tenant, id)
+	if err != nil {
+		return c, nil, false, err
+	}
+	if !q.Exists() {
+		return c, nil, false, slackeffects.Cancel(fmt.Errorf("inquiry %s: %w", id, domain.ErrNotFound))
+	}
+	return c, q, true, nil
+}
+
 func inScope(c Config, q *domain.Inquiry) bool { return c.Team == "" || c.Team == q.Team }
 
 // plan names the List row target and its installation.
@@ -93,16 +110,9 @@ func (w *Worker) plan(ctx context.Context, c Config, id domain.InquiryID, do fun
 // mapped, delete at once when the inquiry left the List's team.
 func (k syncKind) Plan(ctx context.Context, a SyncArgs) (*slackeffects.Plan, error) {
 	w := k.Worker
-	c, ok, err := w.active(ctx, a.Tenant, a.List)
+	c, q, ok, err := w.load(ctx, a.Tenant, a.List, a.Inquiry)
 	if !ok || err != nil {
 		return nil, err
-	}
-	q, err := w.Load(ctx, a.Tenant, a.Inquiry)
-	if err != nil {
-		return nil, err
-	}
-	if !q.Exists() {
-		return nil, slackeffects.Cancel(fmt.Errorf("inquiry %s: %w", a.Inquiry, domain.ErrNotFound))
 	}
 	st, err := readRows(ctx, w.Store.Events, a.Tenant, a.Inquiry)
 	if err != nil {
@@ -116,7 +126,7 @@ func (k syncKind) Plan(ctx context.Context, a SyncArgs) (*slackeffects.Plan, err
 	case r.RowID != "" && scoped && r.Observed >= q.Version:
 		return nil, nil // coalesced: this version or a newer one is shown
 	}
-	return w.plan(ctx, c, a.Inquiry, func(ctx context.Context, api *slack.Client) error {
+	p, err := w.plan(ctx, c, a.Inquiry, func(ctx context.Context, api *slack.Client) error {
 		switch {
 		case r.RowID != "" && !scoped:
 			return w.deleteRow(ctx, api, c, q, st, r, "out_of_scope")
@@ -125,6 +135,13 @@ func (k syncKind) Plan(ctx context.Context, a SyncArgs) (*slackeffects.Plan, err
 		}
 		return w.create(ctx, api, c, q, st, r)
 	})
+	if err != nil || r.RowID == "" || !scoped {
+		return p, err
+	}
+	// An update is debounced; a create or a removal is not.
+	p.Changed = q.UpdatedAt
+	p.Pending, err = w.fx().FirstUnshown(ctx, a.Tenant, a.Inquiry, r.Observed)
+	return p, err
 }
 
 func (w *Worker) pageLimit() int {
@@ -211,7 +228,9 @@ func (w *Worker) update(ctx context.Context, api *slack.Client, c Config, q *dom
 	if err != nil {
 		return slackeffects.Cancel(err)
 	}
-	err = api.UpdateListItemsContext(ctx, c.List, cells(r.RowID, fs))
+	err = w.fx().Exclusive(ctx, fmt.Sprintf("listupdate/%s/%s/%s/%s/%d", c.Tenant, q.ID, c.List, r.RowID, q.Version), func() error {
+		return api.UpdateListItemsContext(ctx, c.List, cells(r.RowID, fs))
+	})
 	if gone(err) {
 		// Deleted by hand: end the mapping; the next job creates a new row (own attempt key).
 		return w.recordRemoved(ctx, c, q, st, r, "gone")
@@ -260,16 +279,9 @@ func (w *Worker) deleteRow(ctx context.Context, api *slack.Client, c Config, q *
 // delay has passed, re-checking canonical state: a reopened inquiry keeps its row.
 func (k removeKind) Plan(ctx context.Context, a RemoveArgs) (*slackeffects.Plan, error) {
 	w := k.Worker
-	c, ok, err := w.active(ctx, a.Tenant, a.List)
-	if !ok || err != nil {
+	c, q, ok, err := w.load(ctx, a.Tenant, a.List, a.Inquiry)
+	if !ok || err != nil || !q.Status.Terminal() {
 		return nil, err
-	}
-	q, err := w.Load(ctx, a.Tenant, a.Inquiry)
-	if err != nil {
-		return nil, err
-	}
-	if !q.Exists() || !q.Status.Terminal() {
-		return nil, nil
 	}
 	if due := q.ClosedAt.Add(c.RemoveAfter); w.Store.Now().Before(due) {
 		return nil, slackeffects.Snooze(due.Sub(w.Store.Now()))

@@ -372,6 +372,37 @@ func ReadStreams(ctx context.Context, store eventstore.Store, legacy, own string
 	return append(evs, cur...), rev, nil
 }
 
+// FirstUnshown returns when the inquiry's first change after version shown was made (its
+// occurred-at): the start of a debounce's maximum delay (Plan.Pending). Zero when there is none.
+func (r *Runtime) FirstUnshown(ctx context.Context, tenant domain.TenantID, id domain.InquiryID, shown uint64) (time.Time, error) {
+	evs, err := r.Events.ReadStream(ctx, eventstore.InquiryStream(tenant, id), shown, 1)
+	if err != nil || len(evs) == 0 {
+		return time.Time{}, err
+	}
+	var m domain.Metadata
+	if err := json.Unmarshal(evs[0].Metadata, &m); err != nil {
+		return time.Time{}, err
+	}
+	return m.OccurredAt, nil
+}
+
+// Exclusive runs an idempotent write claimed under key, so that jobs of one target due at the same
+// moment (a debounced burst) write once: a job finding the key claimed by a write still in flight
+// snoozes and then finds the result recorded. A failed write releases the claim.
+func (r *Runtime) Exclusive(ctx context.Context, key string, write func() error) error {
+	fresh, reconcile, err := r.Ledger.Claim(ctx, key, r.Timing.AttemptStale)
+	if err != nil {
+		return err
+	}
+	if !fresh && !reconcile {
+		return Snooze(r.Timing.InFlightRecheck)
+	}
+	if err := write(); err != nil {
+		return errors.Join(err, r.Ledger.Release(ctx, key))
+	}
+	return nil
+}
+
 // LegacyStream names an inquiry's combined thread and List stream of earlier versions.
 func LegacyStream(tenant domain.TenantID, id domain.InquiryID) string {
 	return "slackproj-" + string(tenant) + "-" + string(id)

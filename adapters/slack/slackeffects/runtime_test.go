@@ -276,6 +276,9 @@ func TestUninstallStopsEveryKind(t *testing.T) {
 		if err != nil || len(cs) != 1 || cs[0].Channel != "*" || !cs[0].Open || cs[0].Reason != "app_uninstalled" {
 			t.Fatalf("circuits = %+v, %v", cs, err)
 		}
+		if _, g, err := b.app.Effects.Stats(ctx); err != nil || g.InstallationCircuitsOpen != 1 || g.DestinationCircuitsOpen != 0 {
+			t.Fatalf("guard stats = %+v, %v", g, err)
+		}
 		if _, err := b.app.Effects.Guard.CloseCircuit(ctx, b.tenant, "*"); err != nil {
 			t.Fatal(err)
 		}
@@ -377,6 +380,16 @@ func TestDeadLetterSurvivesCleaner(t *testing.T) {
 		}
 		if got := list(); got[dead] != slackeffects.DispositionDeadLetter || got[quarantined] != slackeffects.DispositionQuarantined {
 			t.Fatalf("dispositions before the cleaner = %v", got)
+		}
+		ks, _, err := b.app.Effects.Stats(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, k := range ks {
+			want := map[string][2]int{threadKind: {1, 0}, listKind: {0, 1}}[k.Kind] // dead, quarantined
+			if k.Dead != want[0] || k.Quarantined != want[1] {
+				t.Fatalf("%s stats = %+v, want %d dead and %d quarantined", k.Kind, k, want[0], want[1])
+			}
 		}
 
 		shift := `UPDATE river_job SET finalized_at = finalized_at - interval '30 days' WHERE finalized_at IS NOT NULL`

@@ -12,11 +12,11 @@ type Timing struct {
 	// InFlightRecheck is how soon a job that found another job's create in flight looks again: by
 	// then the other has usually recorded its result (default 2 s; reconciling waits AttemptStale).
 	InFlightRecheck time.Duration
-	// Quiet is the debounce window: a target is written once its inquiry has not changed for this
-	// long (default 1 s; negative disables debouncing).
+	// Quiet is the debounce window: an update is written once its inquiry has not changed for this
+	// long (default 2 s; negative disables debouncing). A first post or create is never delayed.
 	Quiet time.Duration
 	// MaxDelay bounds the debounce: a change is written at most this long after it happened even
-	// while the inquiry keeps changing (default 10 s).
+	// while the inquiry keeps changing (default 15 s).
 	MaxDelay time.Duration
 }
 
@@ -32,10 +32,10 @@ func (t Timing) WithDefaults() Timing {
 		t.InFlightRecheck = min(2*time.Second, t.AttemptStale)
 	}
 	if t.Quiet == 0 {
-		t.Quiet = time.Second
+		t.Quiet = 2 * time.Second
 	}
 	if t.MaxDelay == 0 {
-		t.MaxDelay = 10 * time.Second
+		t.MaxDelay = 15 * time.Second
 	}
 	return t
 }

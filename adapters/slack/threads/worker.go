@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"time"
 
 	"github.com/slack-go/slack"
 
@@ -83,9 +84,17 @@ func (w *Worker) Plan(ctx context.Context, a SyncArgs) (*slackeffects.Plan, erro
 	if mapped && th.Observed >= q.Version {
 		return nil, nil // coalesced: a newer job already applied this version or a later one
 	}
+	var pending time.Time
+	if mapped { // updates are debounced; a first post is not
+		if pending, err = w.Effects.FirstUnshown(ctx, a.Tenant, a.Inquiry, th.Observed); err != nil {
+			return nil, err
+		}
+	}
 	return &slackeffects.Plan{
 		Target:       slackeffects.Target{Tenant: a.Tenant, Installation: dest.Installation.Key, Destination: dest.Channel, Inquiry: a.Inquiry},
 		Installation: dest.Installation,
+		Changed:      changedIf(mapped, q.UpdatedAt),
+		Pending:      pending,
 		Do: func(ctx context.Context, api *slack.Client) error {
 			if mapped {
 				return w.sync(ctx, api, dest, q, th)
@@ -93,6 +102,14 @@ func (w *Worker) Plan(ctx context.Context, a SyncArgs) (*slackeffects.Plan, erro
 			return w.postRoot(ctx, api, dest, q, th, "")
 		},
 	}, nil
+}
+
+// changedIf is at when the write is debounced, else zero.
+func changedIf(debounced bool, at time.Time) time.Time {
+	if !debounced {
+		return time.Time{}
+	}
+	return at
 }
 
 func (w *Worker) link(q *domain.Inquiry) string {
@@ -156,7 +173,10 @@ func (w *Worker) postRoot(ctx context.Context, api *slack.Client, dest slackinst
 // conversations.history, so it cannot be reconciled the way a root is.
 func (w *Worker) sync(ctx context.Context, api *slack.Client, dest slackinstall.Destination, q *domain.Inquiry, th threadState) error {
 	r := RenderRoot(q, dest.Clearance, w.link(q))
-	_, _, _, err := api.UpdateMessageContext(ctx, dest.Channel, th.TS, slack.MsgOptionText(r.Text, false), slack.MsgOptionBlocks(r.Blocks...))
+	err := w.Effects.Exclusive(ctx, fmt.Sprintf("update/%s/%s/%s/%d", q.TenantID, q.ID, th.TS, q.Version), func() error {
+		_, _, _, err := api.UpdateMessageContext(ctx, dest.Channel, th.TS, slack.MsgOptionText(r.Text, false), slack.MsgOptionBlocks(r.Blocks...))
+		return err
+	})
 	if slackeffects.Classify(err).Class == slackeffects.ClassGone {
 		return w.postRoot(ctx, api, dest, q, th, th.TS) // the root was deleted: a new mapping
 	}
