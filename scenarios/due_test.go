@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/casebook/casebook/internal/app"
+	"github.com/casebook/casebook/app"
 	"github.com/casebook/casebook/internal/sqldb"
 )
 
@@ -98,7 +98,7 @@ func TestKill9WithClaimedDueJobs(t *testing.T) {
 	if n := count(t, db, `SELECT count(*) FROM due_jobs WHERE expired_claims > 0`); n < claimed {
 		t.Fatalf("%d jobs show an expired claim, but %d were claimed at the kill", n, claimed)
 	}
-	if n := count(t, db, `SELECT count(*) FROM due_jobs WHERE outcome = 'fired'`)+
+	if n := count(t, db, `SELECT count(*) FROM due_jobs WHERE outcome = 'fired'`) +
 		count(t, db, `SELECT count(*) FROM due_jobs WHERE outcome = 'moved_on'`); n != total {
 		t.Fatalf("%d jobs ran to an outcome, want %d", n, total)
 	}

@@ -17,9 +17,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/casebook/casebook/app"
 	"github.com/casebook/casebook/domain"
 	"github.com/casebook/casebook/eventstore"
-	"github.com/casebook/casebook/internal/app"
 )
 
 var binary string

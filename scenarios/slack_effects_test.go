@@ -10,7 +10,7 @@ import (
 
 	"github.com/casebook/casebook/adapters/slack/fakeslack"
 	"github.com/casebook/casebook/adapters/slack/lists"
-	"github.com/casebook/casebook/internal/apptest"
+	"github.com/casebook/casebook/app/apptest"
 )
 
 type effectItem struct {

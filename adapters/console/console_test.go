@@ -16,9 +16,9 @@ import (
 	"time"
 
 	"github.com/casebook/casebook/adapters/httpapi"
+	"github.com/casebook/casebook/app"
+	"github.com/casebook/casebook/app/apptest"
 	"github.com/casebook/casebook/domain"
-	"github.com/casebook/casebook/internal/app"
-	"github.com/casebook/casebook/internal/apptest"
 	"github.com/casebook/casebook/internal/ratelimit"
 )
 

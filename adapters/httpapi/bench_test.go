@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/casebook/casebook/internal/app"
+	"github.com/casebook/casebook/app"
 )
 
 // BenchmarkIntakeLoopback measures the public intake end to end: a real server (app.Serve, with its

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/casebook/casebook/internal/app"
+	"github.com/casebook/casebook/app"
 	"github.com/casebook/casebook/internal/ratelimit"
 )
 

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/casebook/casebook/app"
 	"github.com/casebook/casebook/domain"
-	"github.com/casebook/casebook/internal/app"
 )
 
 // TestCrossTenantParamsAndBodies extends TestCrossTenantRoutes to ids that travel in query

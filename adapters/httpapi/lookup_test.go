@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/casebook/casebook/internal/app"
+	"github.com/casebook/casebook/app"
 )
 
 // TestListByReceiptSubjectAndUnknownParams: ?receipt= finds exactly one inquiry of the caller's

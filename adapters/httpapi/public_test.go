@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/casebook/casebook/internal/app"
-	"github.com/casebook/casebook/internal/apptest"
+	"github.com/casebook/casebook/app"
+	"github.com/casebook/casebook/app/apptest"
 	"github.com/casebook/casebook/internal/ratelimit"
 )
 

@@ -25,9 +25,9 @@ import (
 	"github.com/google/pprof/profile"
 
 	"github.com/casebook/casebook/adapters/httpapi"
+	"github.com/casebook/casebook/app"
 	"github.com/casebook/casebook/domain"
 	"github.com/casebook/casebook/eventstore"
-	"github.com/casebook/casebook/internal/app"
 	"github.com/casebook/casebook/internal/ratelimit"
 	"github.com/casebook/casebook/internal/sqldb"
 	"github.com/casebook/casebook/projections"

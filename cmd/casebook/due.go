@@ -8,10 +8,10 @@ import (
 	"os"
 	"os/user"
 
+	"github.com/casebook/casebook/app"
 	"github.com/casebook/casebook/commands"
 	"github.com/casebook/casebook/domain"
 	"github.com/casebook/casebook/duejobs"
-	"github.com/casebook/casebook/internal/app"
 )
 
 const slaUsage = `usage:

@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/casebook/casebook/adapters/slack/lists"
+	"github.com/casebook/casebook/app"
 	"github.com/casebook/casebook/domain"
-	"github.com/casebook/casebook/internal/app"
 )
 
 const listsUsage = `usage:

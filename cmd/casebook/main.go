@@ -22,9 +22,9 @@ import (
 	"time"
 
 	"github.com/casebook/casebook/adapters/httpapi"
+	"github.com/casebook/casebook/app"
 	"github.com/casebook/casebook/commands"
 	"github.com/casebook/casebook/domain"
-	"github.com/casebook/casebook/internal/app"
 )
 
 func main() { os.Exit(mainCode()) }

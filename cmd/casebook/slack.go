@@ -15,8 +15,8 @@ import (
 	"github.com/casebook/casebook/adapters/slack/fakeslack"
 	"github.com/casebook/casebook/adapters/slack/slackeffects"
 	"github.com/casebook/casebook/adapters/slack/slackinstall"
+	"github.com/casebook/casebook/app"
 	"github.com/casebook/casebook/domain"
-	"github.com/casebook/casebook/internal/app"
 )
 
 const slackUsage = `usage:

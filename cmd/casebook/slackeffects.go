@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/casebook/casebook/adapters/slack/slackeffects"
-	"github.com/casebook/casebook/internal/app"
+	"github.com/casebook/casebook/app"
 )
 
 // slackEffectFlags are serve's settings of the Slack effect runtime; apply sets them on a config.

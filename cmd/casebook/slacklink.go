@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/casebook/casebook/app"
 	"github.com/casebook/casebook/domain"
-	"github.com/casebook/casebook/internal/app"
 )
 
 // slackLinkUser links a Slack user of the tenant's installation to one of the tenant's

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/casebook/casebook/app"
 	"github.com/casebook/casebook/domain"
-	"github.com/casebook/casebook/internal/app"
 	"github.com/casebook/casebook/tenancy"
 )
 

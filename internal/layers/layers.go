@@ -41,8 +41,6 @@ var rules = []struct {
 }{
 	{"domain", Domain},
 	{"internal", Helpers},
-	{"internal/app", Top},     // the wiring, until it moves to app/
-	{"internal/apptest", Top}, // its test helpers, likewise
 	{"eventstore", Core},
 	{"tenancy", Core},
 	{"commands", Core},

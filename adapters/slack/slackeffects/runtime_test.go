@@ -15,9 +15,9 @@ import (
 	"github.com/casebook/casebook/adapters/slack/slackeffects"
 	"github.com/casebook/casebook/adapters/slack/slackinstall"
 	"github.com/casebook/casebook/adapters/slack/threads"
+	"github.com/casebook/casebook/app"
+	"github.com/casebook/casebook/app/apptest"
 	"github.com/casebook/casebook/domain"
-	"github.com/casebook/casebook/internal/app"
-	"github.com/casebook/casebook/internal/apptest"
 	"github.com/casebook/casebook/internal/sqldb"
 )
 

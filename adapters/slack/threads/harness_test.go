@@ -10,9 +10,9 @@ import (
 	"github.com/casebook/casebook/adapters/slack/fakeslack"
 	"github.com/casebook/casebook/adapters/slack/slackinstall"
 	"github.com/casebook/casebook/adapters/slack/threads"
+	"github.com/casebook/casebook/app"
+	"github.com/casebook/casebook/app/apptest"
 	"github.com/casebook/casebook/domain"
-	"github.com/casebook/casebook/internal/app"
-	"github.com/casebook/casebook/internal/apptest"
 )
 
 const channel = "C0OPS000001"

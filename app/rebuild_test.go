@@ -12,7 +12,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/casebook/casebook/internal/app"
+	"github.com/casebook/casebook/app"
 	"github.com/casebook/casebook/internal/pgtest"
 	"github.com/casebook/casebook/projections"
 	"github.com/casebook/casebook/projections/querymodel"

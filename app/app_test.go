@@ -10,10 +10,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/casebook/casebook/app"
+	"github.com/casebook/casebook/app/apptest"
 	"github.com/casebook/casebook/domain"
 	"github.com/casebook/casebook/eventstore/kurrent/kurrenttest"
-	"github.com/casebook/casebook/internal/app"
-	"github.com/casebook/casebook/internal/apptest"
 	"github.com/casebook/casebook/internal/pgtest"
 	"github.com/casebook/casebook/internal/ratelimit"
 )

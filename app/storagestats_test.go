@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/casebook/casebook/internal/app"
+	"github.com/casebook/casebook/app"
 )
 
 // TestStorageMetrics: after intakes, /metrics counts the embedded file's write transactions per

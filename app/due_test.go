@@ -17,12 +17,12 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/casebook/casebook/app"
+	"github.com/casebook/casebook/app/apptest"
 	"github.com/casebook/casebook/commands"
 	"github.com/casebook/casebook/domain"
 	"github.com/casebook/casebook/duejobs"
 	"github.com/casebook/casebook/eventstore"
-	"github.com/casebook/casebook/internal/app"
-	"github.com/casebook/casebook/internal/apptest"
 	"github.com/casebook/casebook/internal/dbtest"
 	"github.com/casebook/casebook/internal/pgtest"
 	"github.com/casebook/casebook/projections"
@@ -285,7 +285,7 @@ func TestSLAClockReplays(t *testing.T) {
 func TestDueAlertRulesNameExportedMetrics(t *testing.T) {
 	t.Parallel()
 	d := dueSetup(t, apptest.Backends[0])
-	rules, err := os.ReadFile("../../ops/prometheus/due-jobs.rules.yml")
+	rules, err := os.ReadFile("../ops/prometheus/due-jobs.rules.yml")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,10 +15,10 @@ import (
 
 	"github.com/casebook/casebook/adapters/slack/fakeslack"
 	"github.com/casebook/casebook/adapters/slack/lists"
+	"github.com/casebook/casebook/app"
 	"github.com/casebook/casebook/commands"
 	"github.com/casebook/casebook/domain"
 	"github.com/casebook/casebook/eventstore"
-	"github.com/casebook/casebook/internal/app"
 	"github.com/casebook/casebook/internal/pgtest"
 )
 
