@@ -98,7 +98,7 @@ func (db *DB) prepared(ctx context.Context, q string, inTx bool) *sql.Stmt {
 // prepare prepares q and keeps it, unless another caller kept it first or db is closed.
 func (db *DB) prepare(ctx context.Context, q string) *sql.Stmt {
 	c := &db.stmts
-	st, err := db.DB.PrepareContext(ctx, q)
+	st, err := db.PrepareContext(ctx, q)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	delete(c.pending, q)
@@ -106,7 +106,7 @@ func (db *DB) prepare(ctx context.Context, q string) *sql.Stmt {
 		return nil
 	}
 	if kept, ok := c.m[q]; ok || c.closed {
-		_ = st.Close()
+		_ = st.Close() //nolint:sqlclosecheck // a duplicate of the kept statement, dropped at once
 		return kept
 	}
 	if c.m == nil {
@@ -136,7 +136,7 @@ func (db *DB) Close() error {
 
 // ExecContext runs q, prepared once per connection on SQLite.
 func (db *DB) ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error) {
-	if st := db.prepared(ctx, q, false); st != nil {
+	if st := db.prepared(ctx, q, false); st != nil { //nolint:sqlclosecheck // kept prepared; DB.Close closes it
 		return st.ExecContext(ctx, args...)
 	}
 	return db.DB.ExecContext(ctx, q, args...)
@@ -144,7 +144,7 @@ func (db *DB) ExecContext(ctx context.Context, q string, args ...any) (sql.Resul
 
 // QueryContext runs q, prepared once per connection on SQLite.
 func (db *DB) QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
-	if st := db.prepared(ctx, q, false); st != nil {
+	if st := db.prepared(ctx, q, false); st != nil { //nolint:sqlclosecheck // kept prepared; DB.Close closes it
 		return st.QueryContext(ctx, args...)
 	}
 	return db.DB.QueryContext(ctx, q, args...)
@@ -152,7 +152,7 @@ func (db *DB) QueryContext(ctx context.Context, q string, args ...any) (*sql.Row
 
 // QueryRowContext runs q, prepared once per connection on SQLite.
 func (db *DB) QueryRowContext(ctx context.Context, q string, args ...any) *sql.Row {
-	if st := db.prepared(ctx, q, false); st != nil {
+	if st := db.prepared(ctx, q, false); st != nil { //nolint:sqlclosecheck // kept prepared; DB.Close closes it
 		return st.QueryRowContext(ctx, args...)
 	}
 	return db.DB.QueryRowContext(ctx, q, args...)
@@ -161,7 +161,7 @@ func (db *DB) QueryRowContext(ctx context.Context, q string, args ...any) *sql.R
 // ExecContext runs q in the transaction, with the connection's prepared copy on SQLite.
 func (t *Tx) ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error) {
 	if st := t.db.prepared(ctx, q, true); st != nil {
-		return t.Tx.StmtContext(ctx, st).ExecContext(ctx, args...)
+		return t.Tx.StmtContext(ctx, st).ExecContext(ctx, args...) //nolint:sqlclosecheck // a transaction closes its statements when it ends
 	}
 	return t.Tx.ExecContext(ctx, q, args...)
 }
@@ -169,7 +169,7 @@ func (t *Tx) ExecContext(ctx context.Context, q string, args ...any) (sql.Result
 // QueryContext runs q in the transaction, with the connection's prepared copy on SQLite.
 func (t *Tx) QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
 	if st := t.db.prepared(ctx, q, true); st != nil {
-		return t.Tx.StmtContext(ctx, st).QueryContext(ctx, args...)
+		return t.Tx.StmtContext(ctx, st).QueryContext(ctx, args...) //nolint:sqlclosecheck // a transaction closes its statements when it ends
 	}
 	return t.Tx.QueryContext(ctx, q, args...)
 }
@@ -177,7 +177,7 @@ func (t *Tx) QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows
 // QueryRowContext runs q in the transaction, with the connection's prepared copy on SQLite.
 func (t *Tx) QueryRowContext(ctx context.Context, q string, args ...any) *sql.Row {
 	if st := t.db.prepared(ctx, q, true); st != nil {
-		return t.Tx.StmtContext(ctx, st).QueryRowContext(ctx, args...)
+		return t.Tx.StmtContext(ctx, st).QueryRowContext(ctx, args...) //nolint:sqlclosecheck // a transaction closes its statements when it ends
 	}
 	return t.Tx.QueryRowContext(ctx, q, args...)
 }
