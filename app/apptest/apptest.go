@@ -167,3 +167,29 @@ func LogLen(t testing.TB, a *app.App) int {
 	}
 	return len(evs)
 }
+
+// EachBackend runs fn on every backend (Backends) in parallel subtests, each with its fresh config.
+func EachBackend(t *testing.T, fn func(t *testing.T, cfg app.Config)) {
+	t.Helper()
+	for _, be := range Backends {
+		t.Run(be.Name, func(t *testing.T) {
+			t.Parallel()
+			fn(t, be.Config(t))
+		})
+	}
+}
+
+// TenantWithOperator creates tenant slug and its operator Olga of team support; it returns the
+// tenant, its admin and the operator.
+func TenantWithOperator(t testing.TB, a *app.App, slug string) (domain.TenantID, domain.Principal, domain.Principal) {
+	t.Helper()
+	ten, admin, _, err := a.Tenancy.CreateTenant(t.Context(), slug)
+	if err != nil {
+		t.Fatal(err)
+	}
+	op, _, err := a.Tenancy.CreatePrincipal(t.Context(), slug, "Olga", domain.RoleOperator, "support")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ten.ID, admin, op
+}

@@ -32,12 +32,7 @@ var backends = apptest.Backends
 
 func eachBackend(t *testing.T, fn func(t *testing.T, b *bundle)) {
 	t.Helper()
-	for _, be := range backends {
-		t.Run(be.Name, func(t *testing.T) {
-			t.Parallel()
-			fn(t, setup(t, be.Config(t)))
-		})
-	}
+	apptest.EachBackend(t, func(t *testing.T, cfg app.Config) { fn(t, setup(t, cfg)) })
 }
 
 // boardColumns is a List fit for an internal-clearance projection.
@@ -50,15 +45,8 @@ func setup(t *testing.T, cfg app.Config) *bundle {
 	cfg.Now, cfg.Logger = c.Now, slog.New(slog.DiscardHandler)
 	a := apptest.Open(t, cfg)
 	fake := fakeslack.NewTestServer(t, fakeslack.Options{})
-	ten, _, _, err := a.Tenancy.CreateTenant(ctx, "acme")
-	if err != nil {
-		t.Fatal(err)
-	}
-	op, _, err := a.Tenancy.CreatePrincipal(ctx, "acme", "Olga", domain.RoleOperator, "support")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := a.Slack.Install(ctx, slackinstall.InstallRequest{Tenant: ten.ID, Token: fake.Token(), SigningSecret: "sig",
+	ten, _, op := apptest.TenantWithOperator(t, a, "acme")
+	if _, err := a.Slack.Install(ctx, slackinstall.InstallRequest{Tenant: ten, Token: fake.Token(), SigningSecret: "sig",
 		AppID: "A0FAKEAPP01", APIURL: fake.URL()}); err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +54,7 @@ func setup(t *testing.T, cfg app.Config) *bundle {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &bundle{app: a, fake: fake, clock: c, tenant: ten.ID, op: op, list: li, worked: map[int64]bool{}}
+	return &bundle{app: a, fake: fake, clock: c, tenant: ten, op: op, list: li, worked: map[int64]bool{}}
 }
 
 func (b *bundle) activate(t *testing.T) lists.Config {

@@ -41,16 +41,12 @@ type bundle struct {
 
 func eachBackend(t *testing.T, cfg func(*app.Config), fn func(t *testing.T, b *bundle)) {
 	t.Helper()
-	for _, be := range apptest.Backends {
-		t.Run(be.Name, func(t *testing.T) {
-			t.Parallel()
-			c := be.Config(t)
-			if cfg != nil {
-				cfg(&c)
-			}
-			fn(t, setup(t, c))
-		})
-	}
+	apptest.EachBackend(t, func(t *testing.T, c app.Config) {
+		if cfg != nil {
+			cfg(&c)
+		}
+		fn(t, setup(t, c))
+	})
 }
 
 func setup(t *testing.T, cfg app.Config) *bundle {
@@ -60,30 +56,23 @@ func setup(t *testing.T, cfg app.Config) *bundle {
 	cfg.Now, cfg.Logger, cfg.SlackPollInterval = c.Now, slog.New(slog.DiscardHandler), 20*time.Millisecond
 	a := apptest.Open(t, cfg)
 	fake := fakeslack.NewTestServer(t, fakeslack.Options{Channels: []string{channel}})
-	ten, _, _, err := a.Tenancy.CreateTenant(ctx, "acme")
-	if err != nil {
-		t.Fatal(err)
-	}
-	op, _, err := a.Tenancy.CreatePrincipal(ctx, "acme", "Olga", domain.RoleOperator, "support")
-	if err != nil {
-		t.Fatal(err)
-	}
-	in, err := a.Slack.Install(ctx, slackinstall.InstallRequest{Tenant: ten.ID, Token: fake.Token(), SigningSecret: "sig",
+	ten, _, op := apptest.TenantWithOperator(t, a, "acme")
+	in, err := a.Slack.Install(ctx, slackinstall.InstallRequest{Tenant: ten, Token: fake.Token(), SigningSecret: "sig",
 		AppID: "A0FAKEAPP01", APIURL: fake.URL()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.Slack.SetDestination(ctx, slackinstall.DestinationRequest{Tenant: ten.ID, Channel: channel, Clearance: "internal"}); err != nil {
+	if _, err := a.Slack.SetDestination(ctx, slackinstall.DestinationRequest{Tenant: ten, Channel: channel, Clearance: "internal"}); err != nil {
 		t.Fatal(err)
 	}
 	li, err := fake.CreateList("Inquiries", apptest.BoardColumns()...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.Lists.Store.Activate(ctx, lists.ActivateRequest{Tenant: ten.ID, List: li.ID, Clearance: "internal", RemoveAfter: time.Hour}); err != nil {
+	if _, err := a.Lists.Store.Activate(ctx, lists.ActivateRequest{Tenant: ten, List: li.ID, Clearance: "internal", RemoveAfter: time.Hour}); err != nil {
 		t.Fatal(err)
 	}
-	return &bundle{app: a, fake: fake, clock: c, tenant: ten.ID, op: op, list: li, key: in.Key}
+	return &bundle{app: a, fake: fake, clock: c, tenant: ten, op: op, list: li, key: in.Key}
 }
 
 func (b *bundle) jobs(t *testing.T, kind string) []*rivertype.JobRow {
@@ -129,31 +118,21 @@ type eventLog struct {
 // waitFor returns the first event of job id of kind, seen or coming (30 s at most).
 func (l *eventLog) waitFor(t *testing.T, id int64, kind river.EventKind) *river.Event {
 	t.Helper()
-	deadline := time.After(30 * time.Second)
-	for i := 0; ; i++ {
-		for ; i < len(l.seen); i++ {
-			if ev := l.seen[i]; ev.Job.ID == id && ev.Kind == kind {
-				return ev
-			}
-		}
-		select {
-		case ev := <-l.ch:
-			l.seen = append(l.seen, ev)
-			i--
-		case <-deadline:
-			t.Fatalf("job %d: no %s event", id, kind)
-			return nil
-		}
-	}
+	return l.wait(t, id, func(ev *river.Event) bool { return ev.Kind == kind })
 }
 
 // waitForAny returns the first event of job id, seen or coming (30 s at most).
 func (l *eventLog) waitForAny(t *testing.T, id int64) *river.Event {
 	t.Helper()
+	return l.wait(t, id, func(*river.Event) bool { return true })
+}
+
+func (l *eventLog) wait(t *testing.T, id int64, match func(*river.Event) bool) *river.Event {
+	t.Helper()
 	deadline := time.After(30 * time.Second)
 	for i := 0; ; i++ {
 		for ; i < len(l.seen); i++ {
-			if ev := l.seen[i]; ev.Job.ID == id {
+			if ev := l.seen[i]; ev.Job.ID == id && match(ev) {
 				return ev
 			}
 		}
@@ -162,7 +141,7 @@ func (l *eventLog) waitForAny(t *testing.T, id int64) *river.Event {
 			l.seen = append(l.seen, ev)
 			i--
 		case <-deadline:
-			t.Fatalf("job %d: no event", id)
+			t.Fatalf("job %d: no such event", id)
 			return nil
 		}
 	}

@@ -34,31 +34,18 @@ var backends = apptest.Backends
 
 func eachBackend(t *testing.T, fn func(t *testing.T, b *bundle)) {
 	t.Helper()
-	for _, be := range backends {
-		t.Run(be.Name, func(t *testing.T) {
-			t.Parallel()
-			fn(t, setup(t, be.Config(t), "personal"))
-		})
-	}
+	apptest.EachBackend(t, func(t *testing.T, cfg app.Config) { fn(t, setup(t, cfg, "personal")) })
 }
 
 func setup(t *testing.T, cfg app.Config, clearance string) *bundle {
 	t.Helper()
-	ctx := t.Context()
 	c := apptest.NewClock(time.Date(2026, 11, 1, 9, 0, 0, 0, time.UTC))
 	cfg.Now, cfg.PublicURL = c.Now, "https://casebook.example"
 	cfg.SlackPollInterval = 20 * time.Millisecond
 	a := apptest.Open(t, cfg)
 	fake := fakeslack.NewTestServer(t, fakeslack.Options{Channels: []string{channel}})
-	ten, admin, _, err := a.Tenancy.CreateTenant(ctx, "acme")
-	if err != nil {
-		t.Fatal(err)
-	}
-	op, _, err := a.Tenancy.CreatePrincipal(ctx, "acme", "Olga", domain.RoleOperator, "support")
-	if err != nil {
-		t.Fatal(err)
-	}
-	b := &bundle{app: a, fake: fake, clock: c, tenant: ten.ID, admin: admin, op: op, worked: map[int64]bool{}}
+	ten, admin, op := apptest.TenantWithOperator(t, a, "acme")
+	b := &bundle{app: a, fake: fake, clock: c, tenant: ten, admin: admin, op: op, worked: map[int64]bool{}}
 	if clearance != "" {
 		b.install(t, clearance)
 	}
