@@ -2,6 +2,7 @@ package slackeffects
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/url"
 	"testing"
@@ -53,7 +54,7 @@ func TestClassify(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			wrapped := fmt.Errorf("chat.postMessage: %w", c.err)
 			f := Classify(wrapped)
-			if f.Class != c.class || f.Err != wrapped {
+			if f.Class != c.class || !errors.Is(f.Err, wrapped) {
 				t.Fatalf("Classify(%v) = %+v, want %s", c.err, f, c.class)
 			}
 			if got := CertainlyNotApplied(wrapped); got != c.released {
