@@ -41,9 +41,11 @@ func (a *App) wireDue(ctx context.Context) error {
 // fireDue runs one claimed job: it re-reads the inquiry, then appends the job's event conditionally
 // on the version it read (commands.FireDue decides; the recipients' authorization is re-read
 // there). A concurrent change (a resolution while the job runs) fails the condition and the job
-// decides again on the new state, where its reason has usually gone.
+// decides again on the new state, where its reason has usually gone. Each lost race means another
+// writer's append landed, so the retries are bounded by the stream's writers, not by time; after
+// fireDueRaces of them the job fails as retryable and backs off.
 func (a *App) fireDue(ctx context.Context, j duejobs.Job) (string, error) {
-	for range 4 {
+	for range fireDueRaces {
 		q, err := a.Commands.Load(ctx, j.Tenant, j.Inquiry)
 		if errors.Is(err, domain.ErrNotFound) {
 			return "", duejobs.Permanent(err)
@@ -72,6 +74,9 @@ func (a *App) fireDue(ctx context.Context, j duejobs.Job) (string, error) {
 	}
 	return "", fmt.Errorf("inquiry %s kept changing: %w", j.Inquiry, domain.ErrConcurrency)
 }
+
+// fireDueRaces bounds how often one firing re-decides after losing the expected-revision race.
+const fireDueRaces = 16
 
 // Schedules returns the schedules runner.
 func (a *App) Schedules() *projections.Runner {

@@ -99,25 +99,30 @@ func (t *Ticker) Tick(ctx context.Context) (TickResult, error) {
 	if err != nil || len(jobs) == 0 {
 		return res, err
 	}
+	// One inquiry's jobs run on one worker, one after another: they append to the same stream, so
+	// running them at once would only make them lose the expected-revision race to each other.
+	groups := byInquiry(jobs)
 	var mu sync.Mutex
 	var wg sync.WaitGroup
-	next := make(chan Job)
-	for range min(conc, len(jobs)) {
+	next := make(chan []Job)
+	for range min(conc, len(groups)) {
 		wg.Go(func() {
-			for j := range next {
-				r := t.run(ctx, j, backoff)
-				mu.Lock()
-				res.Fired += r.Fired
-				res.MovedOn += r.MovedOn
-				res.Retried += r.Retried
-				res.Dead += r.Dead
-				res.LostClaims += r.LostClaims
-				mu.Unlock()
+			for g := range next {
+				for _, j := range g {
+					r := t.run(ctx, j, backoff)
+					mu.Lock()
+					res.Fired += r.Fired
+					res.MovedOn += r.MovedOn
+					res.Retried += r.Retried
+					res.Dead += r.Dead
+					res.LostClaims += r.LostClaims
+					mu.Unlock()
+				}
 			}
 		})
 	}
-	for _, j := range jobs {
-		next <- j
+	for _, g := range groups {
+		next <- g
 	}
 	close(next)
 	wg.Wait()
@@ -125,6 +130,24 @@ func (t *Ticker) Tick(ctx context.Context) (TickResult, error) {
 		t.OnTick(res)
 	}
 	return res, ctx.Err()
+}
+
+// byInquiry groups jobs by tenant and inquiry, keeping the claim order within and across groups.
+func byInquiry(jobs []Job) [][]Job {
+	type key struct{ tenant, inquiry string }
+	at := map[key]int{}
+	var groups [][]Job
+	for _, j := range jobs {
+		k := key{string(j.Tenant), string(j.Inquiry)}
+		i, ok := at[k]
+		if !ok {
+			i = len(groups)
+			at[k] = i
+			groups = append(groups, nil)
+		}
+		groups[i] = append(groups[i], j)
+	}
+	return groups
 }
 
 func (t *Ticker) run(ctx context.Context, j Job, backoff func(int) time.Duration) TickResult {
