@@ -15,6 +15,7 @@ package console
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/subtle"
 	"embed"
 	"errors"
@@ -33,6 +34,7 @@ import (
 	"github.com/casebook/casebook/commands"
 	"github.com/casebook/casebook/domain"
 	"github.com/casebook/casebook/eventstore"
+	"github.com/casebook/casebook/internal/seal"
 	"github.com/casebook/casebook/projections"
 	"github.com/casebook/casebook/queries"
 	"github.com/casebook/casebook/tenancy"
@@ -82,6 +84,11 @@ type Console struct {
 	SecureCookies bool
 	// PollInterval is how often live updates look for changes (DefaultPollInterval if zero).
 	PollInterval time.Duration
+	// Secret is the instance secret; the read-your-writes position a redirect carries is sealed
+	// under a key derived from it, for the session's tenant (random per process when empty).
+	Secret []byte
+
+	positions *seal.AEAD
 
 	once   sync.Once
 	pages  map[string]*template.Template
@@ -125,6 +132,15 @@ func (c *Console) init() {
 		}
 		if c.PollInterval == 0 {
 			c.PollInterval = DefaultPollInterval
+		}
+		secret := c.Secret
+		if len(secret) == 0 {
+			secret = make([]byte, 32)
+			_, _ = rand.Read(secret)
+		}
+		var err error
+		if c.positions, err = seal.New(secret, "casebook/console position v1"); err != nil {
+			panic(err) // only for an impossible key length
 		}
 		c.done = make(chan struct{})
 		c.pages = parsePages()

@@ -19,6 +19,7 @@ import (
 	"github.com/casebook/casebook/app"
 	"github.com/casebook/casebook/app/apptest"
 	"github.com/casebook/casebook/domain"
+	"github.com/casebook/casebook/eventstore"
 	"github.com/casebook/casebook/internal/ratelimit"
 )
 
@@ -540,5 +541,39 @@ func TestConsoleDueDatesAndFollowUps(t *testing.T) {
 	var n int
 	if err := tb.app.DB.QueryRowContext(t.Context(), `SELECT count(*) FROM admin_audit WHERE action = 'due/cancel' AND outcome = 'refused'`).Scan(&n); err != nil || n != 1 {
 		t.Fatalf("refused review audited %d times (%v)", n, err)
+	}
+}
+
+// TestRedirectPositionIsSealed: the read-your-writes position an action's redirect carries is an
+// opaque token for the session's tenant, never a raw log position (which would tell one tenant how
+// much every tenant writes).
+func TestRedirectPositionIsSealed(t *testing.T) {
+	t.Parallel()
+	tb := setup(t, embedded(t))
+	id, _ := tb.intake(t, tb.acme, "k1")
+	c := tb.client(t)
+	csrf := c.signIn(tb.op)
+	p := c.do("POST", "/console/inquiries/"+string(id)+"/claim", url.Values{"version": {"1"}, "csrf": {csrf}}, nil)
+	if p.status != http.StatusSeeOther {
+		t.Fatalf("claim: %d %s", p.status, p.body)
+	}
+	loc, err := url.Parse(p.header.Get("Location"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	after := loc.Query().Get("after")
+	if after == "" {
+		t.Fatalf("redirect %q carries no position", loc)
+	}
+	if _, err := eventstore.ParsePosition(after); err == nil {
+		t.Fatalf("redirect carries a raw log position %q", after)
+	}
+	con := tb.app.Console
+	pos, err := con.OpenPositionForTest(tb.acme, after)
+	if err != nil || pos == (eventstore.Position{}) {
+		t.Fatalf("own tenant cannot open its token: %v %v", pos, err)
+	}
+	if _, err := con.OpenPositionForTest(domain.TenantID("other"), after); err == nil {
+		t.Fatal("another tenant opened the token")
 	}
 }

@@ -2,6 +2,7 @@ package console
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"net/http"
 	"net/url"
@@ -225,7 +226,7 @@ func (c *Console) inquiry(w http.ResponseWriter, r *http.Request, s *session) {
 	}
 	if raw := r.URL.Query().Get("after"); raw != "" {
 		// Read-your-writes: wait (boundedly) until the query model has the change just made.
-		if pos, err := eventstore.ParsePosition(raw); err == nil {
+		if pos, err := c.openPosition(s.P.TenantID, raw); err == nil {
 			ctx, cancel := context.WithTimeout(r.Context(), maxWait)
 			_ = c.QueryModel.WaitFor(ctx, pos)
 			cancel()
@@ -335,7 +336,7 @@ func (c *Console) act(w http.ResponseWriter, r *http.Request, s *session) {
 	}
 	to := "/console/inquiries/" + url.PathEscape(string(id)) + "?done=" + action
 	if res.Position != (eventstore.Position{}) {
-		to += "&after=" + url.QueryEscape(res.Position.String())
+		to += "&after=" + url.QueryEscape(c.sealPosition(s.P.TenantID, res.Position))
 	}
 	http.Redirect(w, r, to, http.StatusSeeOther) //nolint:gosec // a local path with the id path-escaped
 }
@@ -391,4 +392,23 @@ func (c *Console) principalName(ctx context.Context, tenant domain.TenantID, id 
 		}
 	}
 	return "someone else"
+}
+
+// sealPosition encrypts a log position for tenant: a raw position would tell one tenant how much
+// every tenant writes.
+func (c *Console) sealPosition(tenant domain.TenantID, p eventstore.Position) string {
+	return base64.RawURLEncoding.EncodeToString(c.positions.Seal([]byte(p.String()), []byte(tenant)))
+}
+
+// openPosition reverses sealPosition; anything not sealed for tenant is an error.
+func (c *Console) openPosition(tenant domain.TenantID, tok string) (eventstore.Position, error) {
+	b, err := base64.RawURLEncoding.DecodeString(tok)
+	if err != nil {
+		return eventstore.Position{}, err
+	}
+	plain, err := c.positions.Open(b, []byte(tenant))
+	if err != nil {
+		return eventstore.Position{}, err
+	}
+	return eventstore.ParsePosition(string(plain))
 }
