@@ -28,17 +28,7 @@ func TestSlackListScenario(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var tenant struct {
-		AdminToken string `json:"admin_token"`
-	}
-	cli(t, dir, &tenant, "tenants", "create", "--slug", "acme")
-	var op struct {
-		Token string `json:"token"`
-	}
-	cli(t, dir, &op, "principals", "create", "--tenant", "acme", "--name", "Olga", "--role", "operator", "--team", "support")
-	var inst map[string]any
-	cli(t, dir, &inst, "slack", "install", "--tenant", "acme", "--token", fake.Token(), "--signing-secret", "s",
-		"--app-id", "A0FAKEAPP01", "--slack-api-url", fake.URL())
+	op := slackTenantWithOperator(t, dir, fake, "s")
 	var cfg map[string]any
 	cli(t, dir, &cfg, "lists", "activate", "--tenant", "acme", "--list", li.ID, "--clearance", "internal", "--remove-after", "2s")
 	if cfg["state"] != "active" || len(fake.Rows(li.ID)) != 0 {
@@ -52,23 +42,14 @@ func TestSlackListScenario(t *testing.T) {
 	srv := start(t, dir)
 
 	code, _, err := srv.do("POST", "/v1/public/acme/inquiries", "", "form-1",
-		`{"name":"Ada Lovelace","email":"ada@example.com","subject":"Invoice","message":"Charged twice","category":"billing"}`)
+		adaIntake)
 	if err != nil || code != 202 {
 		t.Fatalf("intake = %d %v", code, err)
 	}
 	statusCol := li.ColumnID(lists.ColStatus)
-	rowStatus := func(want string) func() bool {
-		return func() bool {
-			rs := fake.Rows(li.ID)
-			return len(rs) == 1 && len(rs[0].Strings(statusCol)) == 1 && rs[0].Strings(statusCol)[0] == want
-		}
-	}
+	rowStatus := func(want string) func() bool { return rowStatusIs(fake, li.ID, statusCol, want) }
 	eventually(t, "the row", rowStatus("new"))
-	_, list, err := srv.do("GET", "/v1/inquiries?consistent=true", op.Token, "", "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	id := list["items"].([]any)[0].(map[string]any)["id"].(string)
+	id := firstInquiryID(t, srv, op.Token)
 	for v, body := range []string{`{"to":"triaged","priority":"high"}`, `{"to":"in_progress"}`} {
 		req := fmt.Sprintf("/v1/inquiries/%s/transitions", id)
 		if code, res, err := srv.doIfMatch("POST", req, op.Token, fmt.Sprint(v+1), body); err != nil || code != 200 {

@@ -50,16 +50,8 @@ func TestSlackCallbacksScenario(t *testing.T) {
 		replies <- m.Text
 	}))
 	t.Cleanup(resp.Close)
-	var tenant map[string]any
-	cli(t, dir, &tenant, "tenants", "create", "--slug", "acme")
-	var op struct {
-		Token       string `json:"token"`
-		PrincipalID string `json:"principal_id"`
-	}
-	cli(t, dir, &op, "principals", "create", "--tenant", "acme", "--name", "Olga", "--role", "operator", "--team", "support")
+	op := slackTenantWithOperator(t, dir, fake, secret)
 	var out map[string]any
-	cli(t, dir, &out, "slack", "install", "--tenant", "acme", "--token", fake.Token(), "--signing-secret", secret,
-		"--app-id", "A0FAKEAPP01", "--slack-api-url", fake.URL())
 	cli(t, dir, &out, "slack", "destination", "--tenant", "acme", "--channel", ch, "--clearance", "internal")
 	cli(t, dir, &out, "slack", "link-user", "--tenant", "acme", "--slack-user", "U0OLGA0001", "--principal", op.PrincipalID)
 	cli(t, dir, &out, "lists", "activate", "--tenant", "acme", "--list", li.ID, "--clearance", "internal", "--remove-after", "2s")
@@ -67,12 +59,7 @@ func TestSlackCallbacksScenario(t *testing.T) {
 		t.Fatalf("lists activate = %v", out)
 	}
 	statusCol := li.ColumnID(lists.ColStatus)
-	rowStatus := func(want string) func() bool {
-		return func() bool {
-			rs := fake.Rows(li.ID)
-			return len(rs) == 1 && len(rs[0].Strings(statusCol)) == 1 && rs[0].Strings(statusCol)[0] == want
-		}
-	}
+	rowStatus := func(want string) func() bool { return rowStatusIs(fake, li.ID, statusCol, want) }
 	srv := start(t, dir, "CASEBOOK_SLACK_RESPONSE_URL_PREFIX="+resp.URL+"/")
 	t.Cleanup(func() {
 		if t.Failed() {
@@ -94,15 +81,11 @@ func TestSlackCallbacksScenario(t *testing.T) {
 	})
 
 	status, _, err := srv.do("POST", "/v1/public/acme/inquiries", "", "form-1",
-		`{"name":"Ada Lovelace","email":"ada@example.com","subject":"Invoice","message":"Charged twice","category":"billing"}`)
+		adaIntake)
 	if err != nil || status != 202 {
 		t.Fatalf("intake = %d %v", status, err)
 	}
-	_, list, err := srv.do("GET", "/v1/inquiries?consistent=true", op.Token, "", "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	id := list["items"].([]any)[0].(map[string]any)["id"].(string)
+	id := firstInquiryID(t, srv, op.Token)
 	detail := func() map[string]any {
 		_, d, err := srv.do("GET", "/v1/inquiries/"+id+"?consistent=true", op.Token, "", "")
 		if err != nil {

@@ -57,22 +57,13 @@ func TestListDeadLetterRecovery(t *testing.T) {
 	srv := start(t, dir, "CASEBOOK_SLACK_MAX_ATTEMPTS=1")
 
 	if code, _, err := srv.do("POST", "/v1/public/acme/inquiries", "", "form-1",
-		`{"name":"Ada Lovelace","email":"ada@example.com","subject":"Invoice","message":"Charged twice","category":"billing"}`); err != nil || code != 202 {
+		adaIntake); err != nil || code != 202 {
 		t.Fatalf("intake = %d %v", code, err)
 	}
 	statusCol := li.ColumnID(lists.ColStatus)
-	rowStatus := func(want string) func() bool {
-		return func() bool {
-			rs := fake.Rows(li.ID)
-			return len(rs) == 1 && len(rs[0].Strings(statusCol)) == 1 && rs[0].Strings(statusCol)[0] == want
-		}
-	}
+	rowStatus := func(want string) func() bool { return rowStatusIs(fake, li.ID, statusCol, want) }
 	eventually(t, "the row", rowStatus("new"))
-	_, list, err := srv.do("GET", "/v1/inquiries?consistent=true", op.Token, "", "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	id := list["items"].([]any)[0].(map[string]any)["id"].(string)
+	id := firstInquiryID(t, srv, op.Token)
 
 	fake.AddRule(fakeslack.Rule{Method: "slackLists.items.update", Fault: fakeslack.HTTPStatus(503), Times: -1})
 	for v, body := range []string{`{"to":"triaged","priority":"high"}`, `{"to":"in_progress"}`} {
@@ -173,29 +164,16 @@ func TestBurstOverHTTPCostsOneUpdateAndOneReply(t *testing.T) {
 	dir := t.TempDir()
 	const ch = "C0OPS000001"
 	fake := fakeslack.NewTestServer(t, fakeslack.Options{Channels: []string{ch}, Clock: fakeslack.SystemClock()})
-	var tenant struct {
-		AdminToken string `json:"admin_token"`
-	}
-	cli(t, dir, &tenant, "tenants", "create", "--slug", "acme")
-	var op struct {
-		Token string `json:"token"`
-	}
-	cli(t, dir, &op, "principals", "create", "--tenant", "acme", "--name", "Olga", "--role", "operator", "--team", "support")
+	op := slackTenantWithOperator(t, dir, fake, "s")
 	var inst map[string]any
-	cli(t, dir, &inst, "slack", "install", "--tenant", "acme", "--token", fake.Token(), "--signing-secret", "s",
-		"--app-id", "A0FAKEAPP01", "--slack-api-url", fake.URL())
 	cli(t, dir, &inst, "slack", "destination", "--tenant", "acme", "--channel", ch, "--clearance", "internal")
 	srv := start(t, dir)
 	if code, _, err := srv.do("POST", "/v1/public/acme/inquiries", "", "form-1",
-		`{"name":"Ada Lovelace","email":"ada@example.com","subject":"Invoice","message":"Charged twice","category":"billing"}`); err != nil || code != 202 {
+		adaIntake); err != nil || code != 202 {
 		t.Fatalf("intake = %d %v", code, err)
 	}
 	eventually(t, "the root message", func() bool { return len(fake.Messages(ch)) == 1 })
-	_, list, err := srv.do("GET", "/v1/inquiries?consistent=true", op.Token, "", "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	id := list["items"].([]any)[0].(map[string]any)["id"].(string)
+	id := firstInquiryID(t, srv, op.Token)
 	updates, posts := fake.CallCount("chat.update"), fake.CallCount("chat.postMessage")
 
 	bodies := []string{`{"to":"triaged","priority":"high"}`, `{"to":"in_progress"}`}

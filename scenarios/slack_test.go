@@ -31,31 +31,18 @@ func TestSlackThreadScenario(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	fake := fakeslack.NewTestServer(t, fakeslack.Options{Channels: []string{"C0OPS000001"}})
-	var tenant struct {
-		AdminToken string `json:"admin_token"`
-	}
-	cli(t, dir, &tenant, "tenants", "create", "--slug", "acme")
-	var op struct {
-		Token string `json:"token"`
-	}
-	cli(t, dir, &op, "principals", "create", "--tenant", "acme", "--name", "Olga", "--role", "operator", "--team", "support")
+	op := slackTenantWithOperator(t, dir, fake, "s")
 	var inst map[string]any
-	cli(t, dir, &inst, "slack", "install", "--tenant", "acme", "--token", fake.Token(), "--signing-secret", "s",
-		"--app-id", "A0FAKEAPP01", "--slack-api-url", fake.URL())
 	cli(t, dir, &inst, "slack", "destination", "--tenant", "acme", "--channel", "C0OPS000001", "--clearance", "internal")
 	srv := start(t, dir)
 
 	status, _, err := srv.do("POST", "/v1/public/acme/inquiries", "", "form-1",
-		`{"name":"Ada Lovelace","email":"ada@example.com","subject":"Invoice","message":"Charged twice","category":"billing"}`)
+		adaIntake)
 	if err != nil || status != 202 {
 		t.Fatalf("intake = %d %v", status, err)
 	}
 	eventually(t, "the root message", func() bool { return len(fake.Messages("C0OPS000001")) == 1 })
-	_, list, err := srv.do("GET", "/v1/inquiries?consistent=true", op.Token, "", "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	id := list["items"].([]any)[0].(map[string]any)["id"].(string)
+	id := firstInquiryID(t, srv, op.Token)
 	for v, body := range []string{`{"to":"triaged","priority":"high"}`, `{"to":"in_progress"}`} {
 		req := fmt.Sprintf("/v1/inquiries/%s/transitions", id)
 		if status, res, err := srv.doIfMatch("POST", req, op.Token, fmt.Sprint(v+1), body); err != nil || status != 200 {
