@@ -195,37 +195,33 @@ func (a *Audited) Cancel(ctx context.Context, c Cancel) (Result, error) {
 
 // ScheduleFollowUp executes and records c.
 func (a *Audited) ScheduleFollowUp(ctx context.Context, c ScheduleFollowUp) (FollowUpResult, error) {
-	res, err := a.Next.ScheduleFollowUp(ctx, c)
-	a.record(ctx, targetEntry("follow_up", c.Target), res.Replayed, err)
-	return res, err
+	var out FollowUpResult
+	_, err := a.target(ctx, "follow_up", c.Target, func(ctx context.Context) (Result, error) {
+		var err error
+		out, err = a.Next.ScheduleFollowUp(ctx, c)
+		return out.Result, err
+	})
+	return out, err
 }
 
 // CancelFollowUp executes and records c.
 func (a *Audited) CancelFollowUp(ctx context.Context, c CancelFollowUp) (Result, error) {
-	res, err := a.Next.CancelFollowUp(ctx, c)
-	a.record(ctx, targetEntry("cancel_follow_up", c.Target), res.Replayed, err)
-	return res, err
+	return a.target(ctx, "cancel_follow_up", c.Target, func(ctx context.Context) (Result, error) { return a.Next.CancelFollowUp(ctx, c) })
 }
 
 // SetDueDate executes and records c.
 func (a *Audited) SetDueDate(ctx context.Context, c SetDueDate) (Result, error) {
-	res, err := a.Next.SetDueDate(ctx, c)
-	a.record(ctx, targetEntry("due_date", c.Target), res.Replayed, err)
-	return res, err
+	return a.target(ctx, "due_date", c.Target, func(ctx context.Context) (Result, error) { return a.Next.SetDueDate(ctx, c) })
 }
 
 // AddWatcher executes and records c.
 func (a *Audited) AddWatcher(ctx context.Context, c AddWatcher) (Result, error) {
-	res, err := a.Next.AddWatcher(ctx, c)
-	a.record(ctx, targetEntry("watch", c.Target), res.Replayed, err)
-	return res, err
+	return a.target(ctx, "watch", c.Target, func(ctx context.Context) (Result, error) { return a.Next.AddWatcher(ctx, c) })
 }
 
 // Route executes and records c.
 func (a *Audited) Route(ctx context.Context, c Route) (Result, error) {
-	res, err := a.Next.Route(ctx, c)
-	a.record(ctx, targetEntry("route", c.Target), res.Replayed, err)
-	return res, err
+	return a.target(ctx, "route", c.Target, func(ctx context.Context) (Result, error) { return a.Next.Route(ctx, c) })
 }
 
 // SetSLAPolicy executes and records c.

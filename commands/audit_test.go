@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -357,5 +358,45 @@ func TestAcceptedEntryCommitsWithItsAppend(t *testing.T) {
 	id, _ := tb.h.IntakeID(tb.tenant, c.Source, c.IdempotencyKey)
 	if n := tb.streamLen(t, id); n != 0 {
 		t.Fatalf("the refused intake's stream holds %d events, want none", n)
+	}
+}
+
+// TestDueCommandsAuditInTheirAppend: the due-date and follow-up commands are audited like every
+// other command: an accepted one's entry commits inside its append (one grouped write each).
+func TestDueCommandsAuditInTheirAppend(t *testing.T) {
+	t.Parallel()
+	tb := setup(t)
+	ctx := t.Context()
+	a, l := tb.audited(t)
+	c := intake("due-audit")
+	c.Tenant = tb.tenant
+	res, err := a.Intake(ctx, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	target := commands.Target{Tenant: tb.tenant, InquiryID: res.InquiryID, Actor: tb.ops[0]}
+	before := tb.db.GroupStats().Calls
+	if _, err := a.ScheduleFollowUp(ctx, commands.ScheduleFollowUp{Target: target, In: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.SetDueDate(ctx, commands.SetDueDate{Target: target, DueAt: time.Now().Add(48 * time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	if calls := tb.db.GroupStats().Calls - before; calls != 2 {
+		t.Fatalf("two accepted due commands made %d grouped writes, want 2 (each append holding its entry)", calls)
+	}
+	got, err := l.Entries(ctx, tb.tenant, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cmds []string
+	for _, e := range got {
+		if e.Outcome != commands.OutcomeAccepted || e.InquiryID != res.InquiryID {
+			t.Fatalf("entry %+v, want accepted for %s", e, res.InquiryID)
+		}
+		cmds = append(cmds, e.Command)
+	}
+	if len(cmds) != 3 || !slices.Contains(cmds, "follow_up") || !slices.Contains(cmds, "due_date") {
+		t.Fatalf("audited commands %v, want intake, follow_up and due_date", cmds)
 	}
 }
