@@ -158,7 +158,7 @@ func disposition(j *rivertype.JobRow, e Effect) string {
 	case rivertype.JobStateDiscarded:
 		return DispositionDeadLetter
 	case rivertype.JobStateCancelled:
-		if e.ErrorClass == ClassQuarantined || strings.Contains(e.LastError, string(ClassQuarantined)) {
+		if e.ErrorClass == ClassQuarantined || strings.HasPrefix(e.LastError, quarantineMark) {
 			return DispositionQuarantined
 		}
 		return DispositionCancelled

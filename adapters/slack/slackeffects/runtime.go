@@ -284,6 +284,10 @@ func (r *Runtime) execute(ctx context.Context, kind string, plan func(context.Co
 	return r.health.success(ctx, p.Target)
 }
 
+// quarantineMark starts the error River records for a job the runtime cancelled as quarantined,
+// so the job itself says why it ended (its target's health may since record another outcome).
+const quarantineMark = string(ClassQuarantined) + ": "
+
 // fail turns a failed call into River's outcome (Classify's table) and records the target's health.
 func (r *Runtime) fail(ctx context.Context, p *Plan, err error) error {
 	ctx = context.WithoutCancel(ctx)
@@ -314,7 +318,9 @@ func (r *Runtime) fail(ctx context.Context, p *Plan, err error) error {
 		out = Snooze(r.Timing.ProbeEvery) // the destination fails closed until re-activated
 	case ClassQuarantined:
 		if cancel == nil {
-			out = Cancel(fmt.Errorf("%s: slack answered %s", ClassQuarantined, f.Code))
+			out = Cancel(fmt.Errorf("%sslack answered %s", quarantineMark, f.Code))
+		} else if inner := errors.Unwrap(cancel); inner != nil {
+			out = Cancel(fmt.Errorf("%s%w", quarantineMark, inner))
 		}
 	}
 	if gerr != nil {
