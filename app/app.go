@@ -110,6 +110,8 @@ type App struct {
 	DueJobs    *duejobs.Store
 	Ticker     *duejobs.Ticker
 	dueMetrics dueMetrics
+	// portalIndex is the portal index subscriber (wired in portal.go).
+	portalIndex *projections.Runner
 	// dueDecided, if set, runs between a due job's re-read of its inquiry and its append (tests).
 	dueDecided func(duejobs.Job)
 
@@ -235,6 +237,9 @@ func (a *App) wire(ctx context.Context) error {
 	if err := a.wireSlack(ctx, secret, qm); err != nil {
 		return err
 	}
+	if err := a.wirePortal(ctx); err != nil {
+		return err
+	}
 	if err := a.wireAudit(ctx); err != nil {
 		return err
 	}
@@ -332,7 +337,7 @@ func (a *App) handlers() (api, metrics http.Handler) {
 		SlackOAuth:     slackOAuth{a.SlackOAuth},
 		SlackCallbacks: a.Callbacks,
 		Console:        a.Console, Now: a.Config.Now,
-		Due: dueAPI{a},
+		Due: dueAPI{a}, Portal: portalAPI{a},
 	}
 	if !a.separateMetrics() {
 		s.Metrics = metrics

@@ -152,6 +152,9 @@ func (a *Audited) now() time.Time {
 // Intake executes and records c. A refused intake has no inquiry id.
 func (a *Audited) Intake(ctx context.Context, c Intake) (IntakeResult, error) {
 	e := AuditEntry{RequestID: c.CorrelationID, Tenant: c.Tenant, Actor: domain.System(c.Tenant, string(c.Source)).ID, Command: "intake"}
+	if c.Submitter != nil {
+		e.Actor = c.Submitter.ID
+	}
 	hctx, wrote := a.withEntry(ctx, e)
 	res, err := a.Next.Intake(hctx, c)
 	e.InquiryID = res.InquiryID

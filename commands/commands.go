@@ -61,6 +61,14 @@ type Intake struct {
 	Message        string
 	Category       string
 	CorrelationID  string
+	// Submitter is the authenticated principal of a portal or Slack intake; empty for public
+	// intake. A portal's idempotency keys are its own (two submitters' equal keys never meet); a
+	// Slack intake's key names the message, whoever files it.
+	Submitter  *domain.Principal
+	ExternalID string
+	Priority   domain.Priority
+	Team       string
+	Permalink  string
 }
 
 // IntakeResult adds the requester's opaque receipt.
@@ -78,17 +86,40 @@ func (h *Handler) Intake(ctx context.Context, c Intake) (IntakeResult, error) {
 	if err := checkKey(c.IdempotencyKey); err != nil {
 		return IntakeResult{}, err
 	}
+	actor := domain.System(c.Tenant, string(c.Source))
+	parts := []any{c.Source, c.Requester, c.Subject, c.Message, c.Category}
+	var submitter domain.PrincipalID
+	if c.Submitter != nil {
+		if c.Submitter.TenantID != c.Tenant {
+			return IntakeResult{}, fmt.Errorf("intake: %w", domain.ErrNotFound)
+		}
+		if err := domain.Authorize(*c.Submitter, domain.ActSubmit); err != nil {
+			return IntakeResult{}, err
+		}
+		actor, submitter = *c.Submitter, c.Submitter.ID
+		switch c.Source {
+		case domain.SourceSlack:
+			// The key names the Slack message: whoever files it again, and whatever its text
+			// says by then, gets the first inquiry.
+			parts = []any{c.Source}
+		default:
+			// A portal's keys are its own. Public intake's fingerprint is unchanged;
+			// authenticated intake's covers its own fields.
+			c.IdempotencyKey = SubmitterKey(submitter, c.IdempotencyKey)
+			parts = append(parts, submitter, c.ExternalID, c.Priority, c.Team, c.Permalink)
+		}
+	}
 	identity := intakeIdentity(c.Tenant, c.Source, c.IdempotencyKey)
 	id, receipt := h.IntakeID(c.Tenant, c.Source, c.IdempotencyKey)
 	evs, err := domain.Receive(domain.NewInquiry{
 		ID: id, TenantID: c.Tenant, Source: c.Source, Receipt: receipt,
 		Requester: c.Requester, Subject: c.Subject, Message: c.Message, Category: c.Category,
+		SubmittedBy: submitter, ExternalID: c.ExternalID, Priority: c.Priority, Team: c.Team, Permalink: c.Permalink,
 	})
 	if err != nil {
 		return IntakeResult{}, err
 	}
-	hash := fingerprint(c.Source, c.Requester, c.Subject, c.Message, c.Category)
-	actor := domain.System(c.Tenant, string(c.Source))
+	hash := fingerprint(parts...)
 	stream := eventstore.InquiryStream(c.Tenant, id)
 	meta := h.meta(actor, "intake:"+identity, c.IdempotencyKey, hash, c.CorrelationID)
 	res, err := h.append(ctx, stream, eventstore.NoStream(), evs, meta)
@@ -113,6 +144,12 @@ func (h *Handler) Intake(ctx context.Context, c Intake) (IntakeResult, error) {
 		return IntakeResult{}, err
 	}
 	return IntakeResult{Result: Result{InquiryID: id, Version: 1, Position: res.Position}, Receipt: receipt}, nil
+}
+
+// SubmitterKey is the idempotency key an authenticated submitter's key is recorded under: keys
+// are scoped to their submitter.
+func SubmitterKey(submitter domain.PrincipalID, key string) string {
+	return "p:" + string(submitter) + ":" + key
 }
 
 func intakeIdentity(tenant domain.TenantID, source domain.Source, key string) string {

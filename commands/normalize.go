@@ -21,5 +21,7 @@ func NormalizeIntake(c Intake) Intake {
 	c.Subject = Normalize(c.Subject, false)
 	c.Message = Normalize(c.Message, true)
 	c.Category = Normalize(c.Category, false)
+	c.ExternalID = Normalize(c.ExternalID, false)
+	c.Team = Normalize(c.Team, false)
 	return c
 }

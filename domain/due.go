@@ -246,13 +246,16 @@ func (q *Inquiry) SetDueDate(actor Principal, at, now time.Time) ([]Event, error
 	return []Event{DueDateSet{DueAt: at}}, nil
 }
 
-// AddWatcher adds a watcher, who must be a principal of the inquiry's tenant.
+// AddWatcher adds a watcher, who must be a principal of the inquiry's tenant allowed to read it.
 func (q *Inquiry) AddWatcher(actor, watcher Principal) ([]Event, error) {
 	if err := Authorize(actor, ActSchedule); err != nil {
 		return nil, err
 	}
 	if watcher.TenantID != q.TenantID || watcher.ID == "" {
 		return nil, Invalid("principal", "is not a principal of this tenant")
+	}
+	if Authorize(watcher, ActRead) != nil {
+		return nil, Invalid("principal", "an integration cannot watch inquiries")
 	}
 	if slices.Contains(q.Watchers, watcher.ID) {
 		return nil, nil

@@ -24,6 +24,12 @@ type InquiryReceived struct {
 	Message   string    `json:"message"`
 	Category  string    `json:"category,omitempty"`
 	Priority  Priority  `json:"priority"`
+	// Set by authenticated intake only: the submitting principal (an integration or operator),
+	// the portal's own customer id, the team asked for, and for Slack the message's permalink.
+	SubmittedBy PrincipalID `json:"submitted_by,omitempty"`
+	ExternalID  string      `json:"external_id,omitempty"`
+	Team        string      `json:"team,omitempty"`
+	Permalink   string      `json:"permalink,omitempty"`
 }
 
 // InquiryTriaged moves a new inquiry to triaged and sets its priority.

@@ -16,7 +16,11 @@ type Inquiry struct {
 	Subject   string
 	Message   string
 	Category  string
-	Status    Status
+	// SubmittedBy, ExternalID and Permalink come from authenticated intake (InquiryReceived).
+	SubmittedBy PrincipalID
+	ExternalID  string
+	Permalink   string
+	Status      Status
 	Priority  Priority
 	Owner     PrincipalID
 	Team      string
@@ -52,6 +56,7 @@ func (q *Inquiry) Apply(e Event, at time.Time) {
 		q.ID, q.TenantID, q.Source, q.Receipt = e.InquiryID, e.TenantID, e.Source, e.Receipt
 		q.Requester, q.Subject, q.Message, q.Category = e.Requester, e.Subject, e.Message, e.Category
 		q.Status, q.Priority = StatusNew, e.Priority
+		q.SubmittedBy, q.ExternalID, q.Permalink, q.Team = e.SubmittedBy, e.ExternalID, e.Permalink, e.Team
 		q.CreatedAt = at
 	case InquiryTriaged:
 		q.Status = StatusTriaged
@@ -103,7 +108,20 @@ type NewInquiry struct {
 	Subject   string
 	Message   string
 	Category  string
+	// Optional, from authenticated intake: the submitter, the portal's customer id, a priority
+	// (default normal), a team, and a Slack message's permalink (source slack only).
+	SubmittedBy PrincipalID
+	ExternalID  string
+	Priority    Priority
+	Team        string
+	Permalink   string
 }
+
+// MaxExternalIDLen bounds a portal's customer id, in characters; MaxPermalinkLen a Slack permalink.
+const (
+	MaxExternalIDLen = 128
+	MaxPermalinkLen  = 500
+)
 
 // Receive decides an intake. It validates every field and returns the stream's first event.
 func Receive(n NewInquiry) ([]Event, error) {
@@ -116,11 +134,16 @@ func Receive(n NewInquiry) ([]Event, error) {
 	if err := CheckName("name", n.Requester.Name, false); err != nil {
 		return nil, err
 	}
-	if err := checkLine("email", n.Requester.Email, true, MaxEmailLen); err != nil {
+	// A Slack author is identified by the workspace; an address is optional there.
+	emailOptional := n.Source == SourceSlack && n.Requester.SlackUser != ""
+	if err := checkLine("email", n.Requester.Email, !emailOptional, MaxEmailLen); err != nil {
 		return nil, err
 	}
-	if !ValidEmail(n.Requester.Email) {
+	if n.Requester.Email != "" && !ValidEmail(n.Requester.Email) {
 		return nil, Invalid("email", "is not a valid address")
+	}
+	if n.Requester.SlackUser != "" && (n.Source != SourceSlack || !slackUserRE(n.Requester.SlackUser)) {
+		return nil, Invalid("slack_user", "is not a Slack user id of a Slack intake")
 	}
 	if err := checkLine("subject", n.Subject, true, MaxSubjectLen); err != nil {
 		return nil, err
@@ -131,11 +154,42 @@ func Receive(n NewInquiry) ([]Event, error) {
 	if err := checkCategory(n.Category); err != nil {
 		return nil, err
 	}
+	prio := PriorityNormal
+	if n.Priority != "" {
+		p, err := ParsePriority("priority", string(n.Priority))
+		if err != nil {
+			return nil, err
+		}
+		prio = p
+	}
+	if n.Team != "" && (len(n.Team) > MaxTeamLen || checkCategory(n.Team) != nil) {
+		return nil, Invalid("team", "must be a lowercase slug of at most %d characters", MaxTeamLen)
+	}
+	if err := checkLine("external_id", n.ExternalID, false, MaxExternalIDLen); err != nil {
+		return nil, err
+	}
+	if n.Permalink != "" && (n.Source != SourceSlack || len(n.Permalink) > MaxPermalinkLen || !strings.HasPrefix(n.Permalink, "https://") ||
+		strings.ContainsAny(n.Permalink, " \t\r\n\"<>")) {
+		return nil, Invalid("permalink", "must be the https permalink of a Slack message")
+	}
 	return []Event{InquiryReceived{
 		InquiryID: n.ID, TenantID: n.TenantID, Source: n.Source, Receipt: n.Receipt,
 		Requester: n.Requester, Subject: n.Subject, Message: n.Message, Category: n.Category,
-		Priority: PriorityNormal,
+		Priority: prio, SubmittedBy: n.SubmittedBy, ExternalID: n.ExternalID, Team: n.Team, Permalink: n.Permalink,
 	}}, nil
+}
+
+// slackUserRE reports whether s looks like a Slack user id (U… or W…, upper-case letters and digits).
+func slackUserRE(s string) bool {
+	if len(s) < 3 || len(s) > 32 || (s[0] != 'U' && s[0] != 'W') {
+		return false
+	}
+	for _, r := range s {
+		if (r < 'A' || r > 'Z') && (r < '0' || r > '9') {
+			return false
+		}
+	}
+	return true
 }
 
 // Transition decides a lifecycle edge. priority is only accepted on the edge to triaged.
@@ -193,7 +247,7 @@ func (q *Inquiry) Claim(actor Principal) ([]Event, error) {
 }
 
 // Assign makes owner the owner. Operators may assign only within their own team; admins anywhere.
-// The owner must be an operator or admin of the same tenant.
+// The owner must be an operator or admin of the same tenant (a viewer or integration cannot own).
 func (q *Inquiry) Assign(actor, owner Principal) ([]Event, error) {
 	if err := Authorize(actor, ActAssign); err != nil {
 		return nil, err
@@ -201,8 +255,8 @@ func (q *Inquiry) Assign(actor, owner Principal) ([]Event, error) {
 	if owner.TenantID != q.TenantID || owner.ID == "" {
 		return nil, Invalid("owner", "is not a principal of this tenant")
 	}
-	if owner.Role == RoleViewer {
-		return nil, Invalid("owner", "a viewer cannot own inquiries")
+	if Authorize(owner, ActClaim) != nil {
+		return nil, Invalid("owner", "only operators and admins can own inquiries")
 	}
 	if actor.Role != RoleAdmin && owner.ID != actor.ID && owner.Team != actor.Team {
 		return nil, ErrForbidden

@@ -126,6 +126,9 @@ var FieldClasses = map[string]Classification{
 	"owner":           Internal,
 	"requester.name":  Personal,
 	"requester.email": Personal,
+	"requester.slack": Personal,
+	"external_id":     Personal, // the portal's id of its customer
+	"permalink":       Internal, // opens only inside the workspace
 	"subject":         Personal,
 	"message":         Personal,
 	"note.body":       Personal,
@@ -151,11 +154,15 @@ func Cleared(field string, clearance Classification) bool {
 type Requester struct {
 	Name  string `json:"name"`
 	Email string `json:"email"`
+	// SlackUser is the Slack author of an inquiry made from a message (workspace user id); it is
+	// set only for source slack, whose email is optional.
+	SlackUser string `json:"slack_user,omitempty"`
 }
 
 // LogValue implements slog.LogValuer; personal data never reaches logs.
 func (r Requester) LogValue() slog.Value {
-	return slog.GroupValue(slog.Bool("name_set", r.Name != ""), slog.Bool("email_set", r.Email != ""))
+	return slog.GroupValue(slog.Bool("name_set", r.Name != ""), slog.Bool("email_set", r.Email != ""),
+		slog.Bool("slack_user_set", r.SlackUser != ""))
 }
 
 // Field limits, in runes.
@@ -252,15 +259,18 @@ const (
 	RoleAdmin    Role = "admin"
 	RoleOperator Role = "operator"
 	RoleViewer   Role = "viewer"
+	// RoleIntegration is a portal's or another system's machine principal: it submits inquiries
+	// and reads the requester-facing view of those it submitted, nothing else.
+	RoleIntegration Role = "integration"
 )
 
 // ParseRole returns the role named s or a validation error.
 func ParseRole(s string) (Role, error) {
 	switch Role(s) {
-	case RoleAdmin, RoleOperator, RoleViewer:
+	case RoleAdmin, RoleOperator, RoleViewer, RoleIntegration:
 		return Role(s), nil
 	}
-	return "", Invalid("role", "must be admin, operator or viewer")
+	return "", Invalid("role", "must be admin, operator, viewer or integration")
 }
 
 // Principal is an authenticated actor inside exactly one tenant.
@@ -289,10 +299,14 @@ const (
 	ActAssign     Action = "assign"
 	ActNote       Action = "note"
 	ActAdminister Action = "administer"
+	// ActSubmit is submitting an inquiry through the authenticated intake, and reading back the
+	// requester-facing view of one's own submissions.
+	ActSubmit Action = "submit"
 )
 
-// Authorize applies the role policy: viewers read, operators work inquiries, admins also administer.
-// It returns ErrForbidden when the role does not allow act.
+// Authorize applies the role policy: viewers read, operators work inquiries (and submit them),
+// admins also administer, integrations only submit. It returns ErrForbidden when the role does not
+// allow act; an unknown role is allowed nothing.
 func Authorize(p Principal, act Action) error {
 	switch p.Role {
 	case RoleAdmin:
@@ -303,6 +317,10 @@ func Authorize(p Principal, act Action) error {
 		}
 	case RoleViewer:
 		if act == ActRead {
+			return nil
+		}
+	case RoleIntegration:
+		if act == ActSubmit {
 			return nil
 		}
 	}

@@ -55,6 +55,10 @@ func randomString(n int) string {
 // lasts only while its token is valid (a revoked token ends every session made with it).
 func (s *Store) StartSession(ctx context.Context, token string, ttl time.Duration) (domain.Principal, Session, string, error) {
 	p, err := s.Authenticate(ctx, token)
+	if err == nil {
+		// The console is for people who read inquiries; an integration's token signs nobody in.
+		err = domain.Authorize(p, domain.ActRead)
+	}
 	if err != nil {
 		return domain.Principal{}, Session{}, "", err
 	}

@@ -269,7 +269,9 @@ func (c *Console) signin(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		status := http.StatusUnauthorized
 		msg := "That token is not valid: it is unknown, revoked or expired."
-		if !errors.Is(err, domain.ErrUnauthenticated) {
+		if errors.Is(err, domain.ErrForbidden) {
+			status, msg = http.StatusForbidden, "That token belongs to an integration, which cannot sign in to the console."
+		} else if !errors.Is(err, domain.ErrUnauthenticated) {
 			status, msg = http.StatusInternalServerError, "Something went wrong on our side. Please try again."
 			c.Logger.ErrorContext(r.Context(), "console sign-in", "request_id", requestID(w), "err", err)
 		}

@@ -36,6 +36,9 @@ type PublicConfig struct {
 	ClientRate ratelimit.Rate
 	// TenantRate limits submissions per tenant (default DefaultTenantRate).
 	TenantRate ratelimit.Rate
+	// PortalRate limits authenticated submissions (POST /v1/inquiries) per principal (default
+	// DefaultPortalRate).
+	PortalRate ratelimit.Rate
 	// TrustedProxies are the peers whose X-Forwarded-For is believed. Empty: the connection's
 	// address is the client's.
 	TrustedProxies []netip.Prefix
@@ -123,6 +126,8 @@ type publicState struct {
 	// pages limits form page views per client at the submissions' rate: a page reveals whether a
 	// tenant exists as an intake does, but viewing it does not spend the client's submissions.
 	pages *ratelimit.Keyed
+	// portal limits authenticated submissions per principal.
+	portal *ratelimit.Keyed
 	// secret keys client-address hashes and decoy receipts. It is random per process: both only need
 	// to be stable while the in-memory limiters are.
 	secret []byte
@@ -170,6 +175,9 @@ func newPublicState(cfg PublicConfig) *publicState {
 	if cfg.TenantRate == (ratelimit.Rate{}) {
 		cfg.TenantRate = DefaultTenantRate
 	}
+	if cfg.PortalRate == (ratelimit.Rate{}) {
+		cfg.PortalRate = DefaultPortalRate
+	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
@@ -178,6 +186,7 @@ func newPublicState(cfg PublicConfig) *publicState {
 	p.clients = ratelimit.New(cfg.ClientRate, cfg.Now)
 	p.tenants = ratelimit.New(cfg.TenantRate, cfg.Now)
 	p.pages = ratelimit.New(cfg.ClientRate, cfg.Now)
+	p.portal = ratelimit.New(cfg.PortalRate, cfg.Now)
 	return p
 }
 
@@ -339,6 +348,10 @@ func (s *Server) publicIntake(w http.ResponseWriter, r *http.Request) {
 	a, err := s.admitPublic(w, r)
 	if err == nil {
 		err = decode(w, r, s.public.cfg.MaxBody, &in)
+	}
+	if err == nil {
+		// The tenant's categories bind the JSON route as they bind the form (and the honeypot).
+		err = s.checkTenantCategory(r.Context(), a.tenant, commands.Normalize(in.Category, false))
 	}
 	if err == nil {
 		receipt, err = s.acceptPublic(r, a, in, r.Header.Get("Idempotency-Key"))

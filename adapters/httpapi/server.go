@@ -81,6 +81,8 @@ type Server struct {
 	Console http.Handler
 	// Now is the clock for default ranges (time.Now if nil).
 	Now func() time.Time
+	// Portal serves the authenticated intake's reads (/v1/portal/…); nil answers 404 there.
+	Portal Portal
 	// Due serves the due-job admin routes, the SLA policy and the detail's "sla" and
 	// "pending_jobs"; nil disables them.
 	Due Due
@@ -115,6 +117,7 @@ func (s *Server) router() *mux.Router {
 	s.adminRoutes(r)
 	s.slackOAuthRoutes(r)
 	s.slackCallbackRoutes(r)
+	s.portalRoutes(r)
 
 	a := r.PathPrefix("/v1/inquiries").Subrouter()
 	a.Use(s.authenticate)
@@ -241,7 +244,15 @@ func (s *statusRecorder) WriteHeader(code int) {
 // console's server-sent events).
 func (s *statusRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter }
 
+// authenticate admits principals allowed to read the tenant's inquiries (viewers, operators,
+// admins); every operator route needs at least that. Anything else, an integration's token
+// included, is refused (403) before the handler runs: new roles fail closed here.
 func (s *Server) authenticate(next http.Handler) http.Handler {
+	return s.authenticateFor(domain.ActRead, next)
+}
+
+// authenticateFor admits a bearer token whose principal may perform act.
+func (s *Server) authenticateFor(act domain.Action, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		token, ok := bearerToken(r.Header.Get("Authorization"))
 		if !ok {
@@ -249,6 +260,9 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 			return
 		}
 		p, err := s.Tenancy.Authenticate(r.Context(), token)
+		if err == nil {
+			err = domain.Authorize(p, act)
+		}
 		if err != nil {
 			s.writeError(w, r, err)
 			return

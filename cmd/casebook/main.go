@@ -55,7 +55,7 @@ commands:
   tenants create --slug S [--name N] [--ttl D]  create a tenant; prints its admin token once
   tenants set-form --slug S [--name N] [--category slug=Label]…  the public form's display name and categories
   tenants set-origins --slug S [--origin O]…  trusted browser origins of the tenant's public intake
-  principals create --tenant S --name N --role admin|operator|viewer [--team T] [--ttl D]
+  principals create --tenant S --name N --role admin|operator|viewer|integration [--team T] [--ttl D]
                                              create a principal; prints its token once
   projections list|parked|retry|skip         subscriber state; release parked streams
   replay --projection P [--keep-old] [--dry-run]
@@ -304,7 +304,7 @@ func principals(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fs, sf := newFlags("principals create", stderr)
 	tenant := fs.String("tenant", "", required+"tenant slug")
 	name := fs.String("name", "", required+"display name")
-	role := fs.String("role", "operator", "admin, operator or viewer")
+	role := fs.String("role", "operator", "admin, operator, viewer or integration (submits inquiries and reads its own submissions only)")
 	team := fs.String("team", "", "team (operators assign within their team)")
 	ttl := ttlFlag(fs)
 	if err := parseFlags(fs, args[1:]); err != nil {

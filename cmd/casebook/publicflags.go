@@ -26,6 +26,11 @@ func publicFlags(fs *flag.FlagSet) func() (httpapi.PublicConfig, error) {
 		"public submissions per tenant: N/s, N/m, N/h or off (CASEBOOK_INTAKE_TENANT_RATE_LIMIT)")
 	tenantBurst := fs.String("intake-tenant-rate-burst", envOr("CASEBOOK_INTAKE_TENANT_RATE_BURST", strconv.Itoa(t.Burst)),
 		"burst allowed per tenant (CASEBOOK_INTAKE_TENANT_RATE_BURST)")
+	pr := httpapi.DefaultPortalRate
+	portalRate := fs.String("portal-rate-limit", envOr("CASEBOOK_PORTAL_RATE_LIMIT", ratelimit.Rate{Events: pr.Events, Per: pr.Per}.String()),
+		"authenticated submissions (POST /v1/inquiries) per principal: N/s, N/m, N/h or off (CASEBOOK_PORTAL_RATE_LIMIT)")
+	portalBurst := fs.String("portal-rate-burst", envOr("CASEBOOK_PORTAL_RATE_BURST", strconv.Itoa(pr.Burst)),
+		"burst allowed per principal (CASEBOOK_PORTAL_RATE_BURST)")
 	proxies := fs.String("trusted-proxies", envOr("CASEBOOK_TRUSTED_PROXIES", ""),
 		"comma-separated CIDRs of reverse proxies whose X-Forwarded-For is believed; empty: none (CASEBOOK_TRUSTED_PROXIES)")
 	return func() (httpapi.PublicConfig, error) {
@@ -41,6 +46,9 @@ func publicFlags(fs *flag.FlagSet) func() (httpapi.PublicConfig, error) {
 			return cfg, err
 		}
 		if cfg.TenantRate, err = rateWithBurst("--intake-tenant-rate", *tenantRate, *tenantBurst); err != nil {
+			return cfg, err
+		}
+		if cfg.PortalRate, err = rateWithBurst("--portal-rate", *portalRate, *portalBurst); err != nil {
 			return cfg, err
 		}
 		if cfg.TrustedProxies, err = httpapi.ParseTrustedProxies(*proxies); err != nil {

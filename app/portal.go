@@ -1,0 +1,38 @@
+package app
+
+import (
+	"context"
+
+	"github.com/casebook/casebook/commands"
+	"github.com/casebook/casebook/domain"
+	"github.com/casebook/casebook/eventstore"
+	"github.com/casebook/casebook/projections"
+	"github.com/casebook/casebook/projections/portal"
+)
+
+// wirePortal adds the portal index subscriber (authenticated intake by submitter).
+func (a *App) wirePortal(ctx context.Context) error {
+	r := &projections.Runner{Store: a.Store, DB: a.projDB, Projection: &portal.Projection{}, Logger: a.Config.Logger, Now: a.Config.Now,
+		Owner: a.owner, LeaseTTL: a.Config.LeaseTTL}
+	if err := r.Setup(ctx); err != nil {
+		return err
+	}
+	a.Runners = append(a.Runners, r)
+	a.portalIndex = r
+	return nil
+}
+
+// portalAPI serves the portal reads: the index, and views folded from each inquiry's stream.
+type portalAPI struct{ a *App }
+
+func (p portalAPI) Find(ctx context.Context, tenant domain.TenantID, submitter domain.PrincipalID, receipt, externalID string, limit int) ([]domain.InquiryID, error) {
+	return portal.Find(ctx, p.a.DB, tenant, submitter, receipt, externalID, limit)
+}
+
+func (p portalAPI) View(ctx context.Context, submitter domain.Principal, id domain.InquiryID) (commands.RequesterView, error) {
+	return p.a.Commands.RequesterView(ctx, submitter, id)
+}
+
+func (p portalAPI) WaitFor(ctx context.Context, pos eventstore.Position) error {
+	return p.a.portalIndex.WaitFor(ctx, pos)
+}

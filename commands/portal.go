@@ -1,0 +1,81 @@
+package commands
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/casebook/casebook/domain"
+	"github.com/casebook/casebook/eventstore"
+)
+
+// RequesterView is what the requester of an inquiry may see through the portal that submitted it:
+// the receipt, the coarse status (open or closed: the exact status is internal), when it was
+// created and when that status last changed, and what the requester sent. Nothing internal: no
+// notes, owner, team, priority, SLA or Slack state (no tenant setting shows them yet).
+type RequesterView struct {
+	Receipt    string             `json:"receipt"`
+	Status     string             `json:"status"`
+	CreatedAt  time.Time          `json:"created_at"`
+	UpdatedAt  time.Time          `json:"updated_at"`
+	ExternalID string             `json:"external_id"`
+	Subject    string             `json:"subject"`
+	Category   string             `json:"category"`
+	Messages   []RequesterMessage `json:"messages"`
+}
+
+// RequesterMessage is one message the requester sent.
+type RequesterMessage struct {
+	At   time.Time `json:"at"`
+	Body string    `json:"body"`
+}
+
+// CoarseStatus is the requester-facing status of s: "open" until resolved or cancelled, then
+// "closed" (the domain's status.coarse).
+func CoarseStatus(s domain.Status) string {
+	if s.Terminal() {
+		return "closed"
+	}
+	return "open"
+}
+
+// RequesterView folds the inquiry's stream into the view its submitter may read. An inquiry that
+// submitter did not submit, of another tenant, or unknown is domain.ErrNotFound alike.
+func (h *Handler) RequesterView(ctx context.Context, submitter domain.Principal, id domain.InquiryID) (RequesterView, error) {
+	notFound := fmt.Errorf("inquiry: %w", domain.ErrNotFound)
+	if submitter.TenantID == "" || submitter.ID == "" || id == "" {
+		return RequesterView{}, notFound
+	}
+	recs, err := h.Store.ReadStream(ctx, eventstore.InquiryStream(submitter.TenantID, id), 0, 0)
+	if err != nil {
+		return RequesterView{}, err
+	}
+	q := &domain.Inquiry{}
+	var v RequesterView
+	for _, r := range recs {
+		var m domain.Metadata
+		if err := json.Unmarshal(r.Metadata, &m); err != nil {
+			return RequesterView{}, fmt.Errorf("inquiry %s revision %d: metadata: %w", id, r.Revision, err)
+		}
+		e, err := domain.Decode(r.Type, m.SchemaVersion, r.Data)
+		if err != nil {
+			return RequesterView{}, err
+		}
+		if m.TenantID != submitter.TenantID {
+			return RequesterView{}, notFound
+		}
+		before := CoarseStatus(q.Status)
+		q.Apply(e, m.OccurredAt)
+		if q.Version == 1 || CoarseStatus(q.Status) != before {
+			v.UpdatedAt = m.OccurredAt.UTC()
+		}
+	}
+	if !q.Exists() || q.SubmittedBy != submitter.ID {
+		return RequesterView{}, notFound
+	}
+	v.Receipt, v.Status, v.CreatedAt = q.Receipt, CoarseStatus(q.Status), q.CreatedAt.UTC()
+	v.ExternalID, v.Subject, v.Category = q.ExternalID, q.Subject, q.Category
+	v.Messages = []RequesterMessage{{At: q.CreatedAt.UTC(), Body: q.Message}}
+	return v, nil
+}

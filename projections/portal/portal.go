@@ -1,0 +1,115 @@
+// Package portal is the subscriber that indexes authenticated intake by its submitter: which
+// inquiries each integration (or operator) submitted, under which receipt and for which of the
+// portal's own customers (external_id). Portal reads find their inquiries here and read what a
+// requester may see from the inquiry's own stream, so the index holds no personal field but the
+// portal's customer id, and an integration can only ever be shown what it submitted.
+package portal
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/casebook/casebook/domain"
+	"github.com/casebook/casebook/internal/sqldb"
+	"github.com/casebook/casebook/projections"
+)
+
+// Name is the projection's name.
+const Name = "portal"
+
+// Version changes whenever the table or what is indexed changes.
+const Version = 1
+
+const schema = `
+CREATE TABLE IF NOT EXISTS portal_inquiries{g} (
+	tenant_id    TEXT   NOT NULL,
+	inquiry_id   TEXT   NOT NULL,
+	submitted_by TEXT   NOT NULL,
+	external_id  TEXT   NOT NULL DEFAULT '',
+	receipt      TEXT   NOT NULL,
+	created_at   BIGINT NOT NULL,
+	PRIMARY KEY (tenant_id, inquiry_id)
+);
+CREATE INDEX IF NOT EXISTS portal_inquiries{g}_external ON portal_inquiries{g} (tenant_id, submitted_by, external_id, created_at);
+CREATE INDEX IF NOT EXISTS portal_inquiries{g}_receipt ON portal_inquiries{g} (tenant_id, submitted_by, receipt)`
+
+// Projection is the portal index subscriber.
+type Projection struct{}
+
+var _ projections.Projection = (*Projection)(nil)
+
+// Name implements projections.Projection.
+func (*Projection) Name() string { return Name }
+
+// Version implements projections.Projection.
+func (*Projection) Version() int { return Version }
+
+// Tables implements projections.Projection.
+func (*Projection) Tables() []string { return []string{"portal_inquiries"} }
+
+// Setup implements projections.Projection.
+func (*Projection) Setup(ctx context.Context, db *sqldb.DB, gen projections.Generation) error {
+	ddl := strings.ReplaceAll(schema, "{g}", gen.Table(""))
+	return sqldb.Migrate(ctx, db, projections.GenerationName(Name, gen), []sqldb.Migration{{Version: 1, SQL: ddl}})
+}
+
+// Apply implements projections.Projection: every InquiryReceived with a submitter becomes a row.
+func (*Projection) Apply(ctx context.Context, b *projections.Batch) error {
+	for _, e := range b.Events {
+		if e.Type != "InquiryReceived" || !strings.HasPrefix(e.StreamID, "inquiry-") {
+			continue
+		}
+		var m domain.Metadata
+		if err := json.Unmarshal(e.Metadata, &m); err != nil {
+			return fmt.Errorf("%s revision %d: metadata: %w", e.StreamID, e.Revision, err)
+		}
+		ev, err := domain.Decode(e.Type, m.SchemaVersion, e.Data)
+		if err != nil {
+			return err
+		}
+		rec, ok := ev.(domain.InquiryReceived)
+		if !ok || rec.SubmittedBy == "" {
+			continue
+		}
+		if rec.TenantID != m.TenantID {
+			return fmt.Errorf("%s: event of tenant %q in an inquiry of %q", e.StreamID, m.TenantID, rec.TenantID)
+		}
+		if err := b.Exec(ctx, `INSERT INTO `+b.Gen.Table("portal_inquiries")+` (tenant_id, inquiry_id, submitted_by, external_id, receipt, created_at)
+			VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (tenant_id, inquiry_id) DO NOTHING`,
+			rec.TenantID, rec.InquiryID, rec.SubmittedBy, rec.ExternalID, rec.Receipt, m.OccurredAt.UnixNano()); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Find lists, newest first and at most limit, the inquiries of tenant that submitter submitted,
+// with the given receipt or external id (one of them must be set). It reads the served generation.
+func Find(ctx context.Context, db *sqldb.DB, tenant domain.TenantID, submitter domain.PrincipalID, receipt, externalID string, limit int) ([]domain.InquiryID, error) {
+	where, arg := "receipt = ?", receipt
+	if receipt == "" {
+		where, arg = "external_id = ?", externalID
+	}
+	if arg == "" || tenant == "" || submitter == "" {
+		return nil, nil
+	}
+	rows, err := db.QueryContext(ctx, db.Rebind(`SELECT inquiry_id FROM portal_inquiries
+		WHERE tenant_id = ? AND submitted_by = ? AND `+where+` ORDER BY created_at DESC, inquiry_id LIMIT ?`),
+		tenant, submitter, arg, limit)
+	if err != nil {
+		return nil, fmt.Errorf("portal index: %w", err)
+	}
+	defer func() { _ = rows.Close() }()
+	var out []domain.InquiryID
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		out = append(out, domain.InquiryID(id))
+	}
+	return out, rows.Err()
+}
+
