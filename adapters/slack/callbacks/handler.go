@@ -294,6 +294,10 @@ func (h *Handler) Interactions(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	if it.Type == "message_action" {
+		h.shortcut(w, r, in, it)
+		return
+	}
 	ctx, reqID := r.Context(), requestID(w)
 	actor, err := h.actor(ctx, in, it.UserID)
 	if err != nil {

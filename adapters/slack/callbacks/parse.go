@@ -55,6 +55,8 @@ type Interaction struct {
 	ResponseURL string
 	ViewID      string
 	Inputs      map[string]string // view_submission: input action id → value or selected user
+	// A message shortcut (message_action; ActionID is its callback id): the message it was used on.
+	MessageTS, MessageText, MessageUser string
 }
 
 // InstallKey is the installation the payload claims to come from.
@@ -95,7 +97,12 @@ type wireInteraction struct {
 	Message struct {
 		TS       string `json:"ts"`
 		ThreadTS string `json:"thread_ts"`
+		Text     string `json:"text"`
+		User     string `json:"user"`
 	} `json:"message"`
+	CallbackID string `json:"callback_id"` // message_action
+	MessageTS  string `json:"message_ts"`  // message_action
+	ActionTS   string `json:"action_ts"`   // message_action
 	Actions []struct {
 		inputValue
 		ActionID string `json:"action_id"`
@@ -146,6 +153,12 @@ func ParseInteraction(body []byte) (Interaction, error) {
 			for id, v := range block {
 				in.Inputs[id] = v.get()
 			}
+		}
+	case "message_action":
+		in.ActionID, in.ActionTS, in.Channel = w.CallbackID, w.ActionTS, w.Channel.ID
+		in.MessageTS, in.MessageText, in.MessageUser = first(w.MessageTS, w.Message.TS), w.Message.Text, w.Message.User
+		if in.Channel == "" || in.MessageTS == "" || len(in.MessageText) > maxFieldSize*4 {
+			return Interaction{}, ErrMalformed
 		}
 	default:
 		return Interaction{}, ErrMalformed

@@ -320,6 +320,8 @@ func lookupMethod(name string) (methodSpec, bool) {
 		return methodSpec{scope: ScopeChatWrite, fn: (*Server).chatDelete}, true
 	case "views.open":
 		return methodSpec{fn: (*Server).viewsOpen}, true
+	case "chat.getPermalink":
+		return methodSpec{fn: (*Server).chatGetPermalink}, true
 	case "conversations.history":
 		return methodSpec{scope: ScopeChannelsHistory, fn: (*Server).conversationsHistory}, true
 	case "slackLists.create":

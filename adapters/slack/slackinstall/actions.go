@@ -13,3 +13,7 @@ const (
 	ActionNote     = "casebook_note"   // opens the note modal
 	ActionCancel   = "casebook_cancel" // opens the cancel modal
 )
+
+// ShortcutCreateInquiry is the callback id of the message shortcut "Create inquiry": handled by
+// package callbacks, declared in the app's manifest.
+const ShortcutCreateInquiry = "casebook_create_inquiry"
