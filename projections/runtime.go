@@ -95,6 +95,23 @@ type Preparer interface {
 	Prepare(evs []eventstore.RecordedEvent) (any, error)
 }
 
+// Windowed is implemented by projections that choose how long a batch may gather events under a
+// steady stream of appends (see Runner.subscribe); DefaultBatchWindow applies to the others.
+type Windowed interface {
+	BatchWindow() time.Duration
+}
+
+// DefaultBatchWindow is the batch window of a projection that does not choose one. After applying a
+// small batch, a live runner reads the next one no sooner than this after it read the last, so under a
+// steady stream of intakes each subscriber commits at most about 1/window transactions a second,
+// whatever the intake rate, instead of one per append. An event arriving after a quiet spell is
+// read at once; only the events behind it wait, for at most the window.
+const DefaultBatchWindow = 50 * time.Millisecond
+
+// windowedBelow is the batch size from which a runner reads on at once: a batch this large means it
+// is behind (catching up or rebuilding), and waiting would only slow it down.
+const windowedBelow = 256
+
 // q is the batch's transaction, with statements kept prepared on SQLite (see sqldb.Querier).
 func (b *Batch) q() sqldb.Querier {
 	if b.conn != nil {
@@ -182,6 +199,9 @@ type Runner struct {
 	// DryRun records effects instead of emitting them (rebuild dry runs).
 	DryRun bool
 
+	// pause waits out a batch window (sleep; tests replace it).
+	pause func(ctx context.Context, d time.Duration) error
+
 	mu       sync.Mutex
 	status   Status
 	statsAt  time.Time
@@ -231,6 +251,9 @@ func (r *Runner) init() {
 	}
 	if r.LeaseTTL == 0 {
 		r.LeaseTTL = DefaultLeaseTTL
+	}
+	if r.pause == nil {
+		r.pause = sleep
 	}
 	r.effects = &effectSink{dryRun: r.DryRun}
 }
@@ -479,7 +502,9 @@ func (r *Runner) subscribe(ctx context.Context, l *lease, gen Generation) error 
 		}
 	}()
 	prep, _ := r.Projection.(Preparer)
+	window := r.batchWindow()
 	err = r.Store.Subscribe(ctx, from, func(ctx context.Context, evs []eventstore.RecordedEvent) error {
+		read := time.Now()
 		p := pending{evs: evs}
 		if prep != nil {
 			if v, perr := prep.Prepare(evs); perr == nil {
@@ -488,10 +513,16 @@ func (r *Runner) subscribe(ctx context.Context, l *lease, gen Generation) error 
 		}
 		select {
 		case queue <- p:
-			return nil
 		case <-ctx.Done():
 			return context.Cause(ctx)
 		}
+		if rest := window - time.Since(read); rest > 0 && len(evs) < windowedBelow {
+			// Let the next batch gather what arrives meanwhile (pacing, not synchronisation).
+			if err := r.pause(ctx, rest); err != nil {
+				return context.Cause(ctx)
+			}
+		}
+		return nil
 	})
 	close(queue)
 	<-applied
@@ -499,6 +530,17 @@ func (r *Runner) subscribe(ctx context.Context, l *lease, gen Generation) error 
 		return cause
 	}
 	return err
+}
+
+// batchWindow is the projection's batch window; a generation being built reads on at once.
+func (r *Runner) batchWindow() time.Duration {
+	if r.Build != 0 {
+		return 0
+	}
+	if w, ok := r.Projection.(Windowed); ok {
+		return max(w.BatchWindow(), 0)
+	}
+	return DefaultBatchWindow
 }
 
 // applyBatch commits one batch's output and checkpoint in one transaction.

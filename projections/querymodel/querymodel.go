@@ -77,6 +77,7 @@ var (
 	_ projections.Projection = (*Projection)(nil)
 	_ projections.Preparer   = (*Projection)(nil)
 	_ projections.Finalizer  = (*Projection)(nil)
+	_ projections.Windowed   = (*Projection)(nil)
 )
 
 // New returns the projection.
@@ -87,6 +88,11 @@ func (*Projection) Name() string { return Name }
 
 // Version implements projections.Projection.
 func (*Projection) Version() int { return Version }
+
+// BatchWindow implements projections.Windowed. Reads wait for the query model (consistent=true,
+// min_position), so its batches gather for 5 ms only: at 1,000 intakes/s that is a transaction per
+// five or so intakes instead of one per append, for at most 5 ms more before an intake is visible.
+func (*Projection) BatchWindow() time.Duration { return 5 * time.Millisecond }
 
 // Tables implements projections.Projection.
 func (*Projection) Tables() []string { return []string{"qm_inquiries", "qm_timeline"} }

@@ -1,0 +1,161 @@
+package projections
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/casebook/casebook/internal/dbtest"
+	"github.com/casebook/casebook/internal/sqldb"
+)
+
+// windowed is the probe with a batch window of its own.
+type windowed struct {
+	*probe
+	window time.Duration
+}
+
+func (w windowed) BatchWindow() time.Duration { return w.window }
+
+// heldPause replaces a runner's batch-window wait: the first wait is held until release is
+// closed, later ones return at once. Every requested duration is recorded.
+type heldPause struct {
+	entered chan struct{}
+	release chan struct{}
+	mu      sync.Mutex
+	waits   []time.Duration
+}
+
+func newHeldPause() *heldPause {
+	return &heldPause{entered: make(chan struct{}), release: make(chan struct{})}
+}
+
+func (h *heldPause) pause(ctx context.Context, d time.Duration) error {
+	h.mu.Lock()
+	h.waits = append(h.waits, d)
+	first := len(h.waits) == 1
+	h.mu.Unlock()
+	if !first {
+		return nil
+	}
+	close(h.entered)
+	select {
+	case <-h.release:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (h *heldPause) recorded() []time.Duration {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return slices.Clone(h.waits)
+}
+
+// batchSizes makes p record the size of every batch it applies.
+func batchSizes(p *probe) func() []int {
+	var mu sync.Mutex
+	var sizes []int
+	p.hook = func(b *Batch) {
+		mu.Lock()
+		sizes = append(sizes, len(b.Events))
+		mu.Unlock()
+	}
+	return func() []int {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(sizes)
+	}
+}
+
+// TestBatchWindowGathersAppends: an event after a quiet spell is applied at once; the appends made
+// while the runner waits out its batch window are read and applied together in the next batch, not
+// one transaction per append.
+func TestBatchWindowGathersAppends(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, db *sqldb.DB) {
+		tb := newBundle(t, db)
+		p := &probe{}
+		sizes := batchSizes(p)
+		const window = 40 * time.Millisecond
+		hp := newHeldPause()
+		r := &Runner{Store: tb.store, DB: db, Projection: windowed{p, window}, pause: hp.pause}
+		if err := r.Setup(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		run(t, r)
+		tb.append(t, "inquiry-a", "first")
+		select { // the first batch was read and handed on; the runner waits out its window
+		case <-hp.entered:
+		case <-time.After(20 * time.Second):
+			t.Fatal("the runner never waited out a batch window")
+		}
+		waitHead(t, r, tb.store)
+		for i := range 10 {
+			tb.append(t, fmt.Sprintf("inquiry-%d", i), fmt.Sprint("e", i))
+		}
+		close(hp.release)
+		waitHead(t, r, tb.store)
+		if got := sizes(); !slices.Equal(got, []int{1, 10}) {
+			t.Fatalf("batch sizes = %v, want [1 10]: the appends made during the window in one batch", got)
+		}
+		if w := hp.recorded(); len(w) == 0 || w[0] <= 0 || w[0] > window {
+			t.Fatalf("window waits = %v, want the first in (0, %v]", w, window)
+		}
+		if got := tb.seen(t); len(got) != 11 {
+			t.Fatalf("applied %d events, want 11", len(got))
+		}
+	})
+}
+
+// TestBatchWindowSkippedWhenBehind: a runner that is behind (a delivery of windowedBelow events or
+// more) or that builds a generation reads on without waiting, so catching up and rebuilds run at
+// full speed; a projection may also choose no window.
+func TestBatchWindowSkippedWhenBehind(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, db *sqldb.DB) {
+		tb := newBundle(t, db)
+		data := make([]string, windowedBelow)
+		for i := range data {
+			data[i] = fmt.Sprint("e", i)
+		}
+		tb.append(t, "inquiry-a", data...)
+		for _, c := range []struct {
+			name string
+			r    func(hp *heldPause) *Runner
+		}{
+			{"behind", func(hp *heldPause) *Runner {
+				return &Runner{Store: tb.store, DB: db, Projection: &probe{}, pause: hp.pause}
+			}},
+			{"no window", func(hp *heldPause) *Runner {
+				return &Runner{Store: tb.store, DB: db, Projection: windowed{&probe{}, 0}, pause: hp.pause}
+			}},
+		} {
+			hp := newHeldPause()
+			r := c.r(hp)
+			if err := r.Setup(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+			stop := run(t, r)
+			waitHead(t, r, tb.store)
+			if c.name == "no window" {
+				tb.append(t, "inquiry-b", "one")
+				waitHead(t, r, tb.store)
+			}
+			stop()
+			if w := hp.recorded(); len(w) != 0 {
+				t.Errorf("%s: the runner waited %v", c.name, w)
+			}
+		}
+		if w := (&Runner{Projection: &probe{}, Build: 2}).batchWindow(); w != 0 {
+			t.Errorf("a generation being built has a window of %v", w)
+		}
+		if w := (&Runner{Projection: &probe{}}).batchWindow(); w != DefaultBatchWindow {
+			t.Errorf("default window = %v", w)
+		}
+	})
+}
