@@ -403,7 +403,7 @@ func load(ctx context.Context, b *projections.Batch, table string, keys, skip ma
 			all = append(all, k)
 		}
 	}
-	const chunk = 1000
+	const chunk = 1024
 	for i := 0; i < len(all); i += chunk {
 		part := all[i:min(i+chunk, len(all))]
 		tenants, ids := make([]string, len(part)), make([]string, len(part))
@@ -420,6 +420,8 @@ func load(ctx context.Context, b *projections.Batch, table string, keys, skip ma
 		} else {
 			// tenant IN (…) AND id IN (…) seeks the primary key; extra rows of the cross product
 			// (another tenant with the same id) are dropped by loadChunk.
+			// Both lists are padded to a power of two by repeating their last value, so the
+			// statement's text takes few forms and stays prepared (see sizeClass).
 			distinct := map[string]bool{}
 			for _, t := range tenants {
 				if !distinct[t] {
@@ -427,16 +429,51 @@ func load(ctx context.Context, b *projections.Batch, table string, keys, skip ma
 					args = append(args, t)
 				}
 			}
-			q = `SELECT ` + inquiryCols + ` FROM ` + table + ` WHERE tenant_id IN (` + marks(len(args)) + `) AND id IN (` + marks(len(part)) + `)`
+			nt := len(args)
+			for len(args) < sizeClass(nt) {
+				args = append(args, args[nt-1])
+			}
+			nt = len(args)
 			for _, id := range ids {
 				args = append(args, id)
 			}
+			for len(args)-nt < sizeClass(len(ids)) {
+				args = append(args, ids[len(ids)-1])
+			}
+			q = `SELECT ` + inquiryCols + ` FROM ` + table + ` WHERE tenant_id IN (` + marks(nt) + `) AND id IN (` + marks(len(args)-nt) + `)`
 		}
 		if err := loadChunk(ctx, b, q, args, keys, out); err != nil {
 			return nil, err
 		}
 	}
 	return out, nil
+}
+
+// sizeClass is the power of two at or above n (n ≥ 1). Multi-row statements on SQLite are written
+// for these sizes only: a statement text per row count would be parsed anew for most batches (the
+// kept statements are per text, and at most a few hundred), while a few texts stay prepared.
+func sizeClass(n int) int {
+	c := 1
+	for c < n {
+		c *= 2
+	}
+	return c
+}
+
+// parts splits n rows into statements of at most chunk rows (a power of two), each a power of two:
+// every full chunk, then the binary digits of the rest, largest first.
+func parts(n, chunk int) []int {
+	var out []int
+	for ; n >= chunk; n -= chunk {
+		out = append(out, chunk)
+	}
+	for c := chunk / 2; c >= 1; c /= 2 {
+		if n >= c {
+			out = append(out, c)
+			n -= c
+		}
+	}
+	return out
 }
 
 func loadChunk(ctx context.Context, b *projections.Batch, q string, args []any, want map[key]bool, out map[key]*row) error {
@@ -476,9 +513,10 @@ func upsert(ctx context.Context, b *projections.Batch, table string, rows map[ke
 	if b.DB.Dialect == sqldb.Postgres {
 		return upsertPostgres(ctx, b, table, dirty, onConflict)
 	}
-	const chunk = 200
-	for i := 0; i < len(dirty); i += chunk {
-		part := dirty[i:min(i+chunk, len(dirty))]
+	i := 0
+	for _, n := range parts(len(dirty), 256) {
+		part := dirty[i : i+n]
+		i += n
 		args := make([]any, 0, 17*len(part))
 		for _, r := range part {
 			var closed any
@@ -591,9 +629,10 @@ func insertTimeline(ctx context.Context, b *projections.Batch, table string, row
 		}
 		return b.CopyFrom(ctx, table, []string{"tenant_id", "inquiry_id", "version", "type", "actor", "occurred_at", "data"}, &c)
 	}
-	const chunk = 500
-	for i := 0; i < len(rows); i += chunk {
-		part := rows[i:min(i+chunk, len(rows))]
+	i := 0
+	for _, n := range parts(len(rows), 512) {
+		part := rows[i : i+n]
+		i += n
 		args := make([]any, 0, 7*len(part))
 		for _, t := range part {
 			args = append(args, t.tenant, t.id, t.version, t.typ, t.actor, t.at, t.data)
