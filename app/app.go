@@ -206,7 +206,8 @@ func (a *App) openPostgres(ctx context.Context) error {
 		a.Store = store
 		a.closers = append(a.closers, store.Close)
 	} else {
-		store, err := postgres.Open(ctx, a.Config.DatabaseURL, postgres.Options{Now: a.Config.Now})
+		// One pool for the events and everything else (see sqldb.OpenPostgres).
+		store, err := postgres.New(ctx, db.PgxPool(), postgres.Options{Now: a.Config.Now})
 		if err != nil {
 			return err
 		}

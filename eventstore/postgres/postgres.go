@@ -44,6 +44,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -170,9 +171,23 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts Options) (*Store, error) 
 	return s, nil
 }
 
-// Open connects a pool to url and returns a store that owns it: Close closes the pool.
+// DefaultMaxConns is the size of the pool Open makes when the URL does not set pool_max_conns.
+// pgxpool's own default (4 on two cores, one of them held by the listener) left appends queueing
+// for a connection while they could share the server's WAL flushes: concurrent commits are
+// Postgres's own group commit, and each needs its connection.
+const DefaultMaxConns = 16
+
+// Open connects a pool to url and returns a store that owns it: Close closes the pool. The pool
+// holds up to DefaultMaxConns connections unless url sets pool_max_conns.
 func Open(ctx context.Context, url string, opts Options) (*Store, error) {
-	pool, err := pgxpool.New(ctx, url)
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("eventstore/postgres: %w", err)
+	}
+	if !strings.Contains(url, "pool_max_conns=") {
+		cfg.MaxConns = DefaultMaxConns
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("eventstore/postgres: connect: %w", err)
 	}
@@ -695,6 +710,9 @@ func (s *Store) listenOnce(ready func()) error {
 		s.broadcast()
 	}
 }
+
+// PoolStat reports the store's connection pool.
+func (s *Store) PoolStat() *pgxpool.Stat { return s.pool.Stat() }
 
 // Close ends subscriptions and the listening connection, and closes the pool if Open created it.
 func (s *Store) Close() error {

@@ -212,3 +212,22 @@ func TestRetriedAppendIsConcurrency(t *testing.T) {
 		}
 	}
 }
+
+// TestOpenPoolSize: Open's pool holds DefaultMaxConns connections unless the URL sets its own size.
+func TestOpenPoolSize(t *testing.T) {
+	t.Parallel()
+	url := pgtest.URL(t)
+	for _, c := range []struct {
+		url  string
+		want int32
+	}{{url, postgres.DefaultMaxConns}, {url + "&pool_max_conns=3", 3}} {
+		s, err := postgres.Open(t.Context(), c.url, postgres.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := s.PoolStat().MaxConns(); got != c.want {
+			t.Errorf("%s: pool of %d connections, want %d", c.url, got, c.want)
+		}
+		_ = s.Close()
+	}
+}

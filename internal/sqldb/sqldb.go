@@ -21,6 +21,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib" // registers the "pgx" driver
 	"modernc.org/sqlite"             // registers the pure-Go "sqlite" driver
 	sqlite3 "modernc.org/sqlite/lib"
@@ -65,6 +66,8 @@ type DB struct {
 
 	gateEntered, gateContended atomic.Uint64
 	gateWaited                 atomic.Int64 // nanoseconds
+
+	pool *pgxpool.Pool // Postgres: where the connections come from
 
 	groupOnce sync.Once
 	group     *group
@@ -324,18 +327,38 @@ func (c *CopyRows) reader() io.Reader {
 	return io.MultiReader(bytes.NewReader(c.buf), bytes.NewReader([]byte{0xff, 0xff}))
 }
 
-// OpenPostgres opens a pooled Postgres handle through pgx's database/sql driver. The URL is a pgx
-// connection string (postgres://user@host:5432/db?sslmode=…; search_path may be set as a parameter).
+// DefaultPostgresConns is how many connections a Postgres handle holds at most when its URL does
+// not set pool_max_conns.
+const DefaultPostgresConns = 32
+
+// OpenPostgres opens a pooled Postgres handle. The URL is a pgx connection string
+// (postgres://user@host:5432/db?sslmode=…; search_path may be set as a parameter, and
+// pool_max_conns the pool's size, DefaultPostgresConns by default).
+//
+// The handle's connections come from one pgx pool (PgxPool), which the Postgres event store shares:
+// a process holds at most pool_max_conns connections (plus the event store's listener), waiting for
+// a free one beyond that, rather than opening as many as its two pools allowed and meeting the
+// server's connection limit mid-request (an intake answered 500).
 func OpenPostgres(ctx context.Context, url string) (*DB, error) {
-	db, err := sql.Open("pgx", url)
+	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: open: %w", err)
 	}
-	db.SetMaxOpenConns(32)
-	db.SetMaxIdleConns(16)
+	if !strings.Contains(url, "pool_max_conns=") {
+		cfg.MaxConns = DefaultPostgresConns
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: open: %w", err)
+	}
+	db := stdlib.OpenDBFromPool(pool) // idle connections stay in the pool, for every user of it
 	if err := db.PingContext(ctx); err != nil {
 		_ = db.Close()
+		pool.Close()
 		return nil, fmt.Errorf("postgres: connect: %w", err)
 	}
-	return &DB{DB: db, Dialect: Postgres}, nil
+	return &DB{DB: db, Dialect: Postgres, pool: pool}, nil
 }
+
+// PgxPool is the pool a Postgres handle's connections come from (nil on SQLite).
+func (db *DB) PgxPool() *pgxpool.Pool { return db.pool }

@@ -131,7 +131,11 @@ func (db *DB) Close() error {
 	}
 	db.stmts.m, db.stmts.closed = nil, true
 	db.stmts.mu.Unlock()
-	return db.DB.Close()
+	err := db.DB.Close()
+	if db.pool != nil {
+		db.pool.Close()
+	}
+	return err
 }
 
 // ExecContext runs q, prepared once per connection on SQLite.
