@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/slack-go/slack"
 
@@ -422,6 +423,9 @@ func (h *Handler) command(ctx context.Context, in slackinstall.Installation, it 
 		}, InputOwner, nil
 	case ModalNote:
 		body := it.Inputs[InputNote]
+		if utf8.RuneCountInString(body) > slackinstall.MaxPlainTextInput {
+			return nil, InputNote, domain.Invalid("note", "a note from Slack is at most %d characters; add a longer one in the console", slackinstall.MaxPlainTextInput)
+		}
 		return func(ctx context.Context, t commands.Target) (string, error) {
 			_, err := c.AddNote(ctx, commands.AddNote{Target: t, Body: body})
 			return "Note added.", err
@@ -606,6 +610,8 @@ func Modal(action, channel, rootTS string) slack.ModalViewRequest {
 		return slack.NewTextBlockObject(slack.PlainTextType, s, false, false)
 	}
 	var callback, title, label, input string
+	// Slack allows max_length 1–3000 (slackinstall.MaxPlainTextInput): a longer domain limit is
+	// declared as Slack's, and a longer submission is refused by the handler (noteTooLong).
 	var el slack.BlockElement
 	switch action {
 	case ActionAssign:
@@ -614,16 +620,16 @@ func Modal(action, channel, rootTS string) slack.ModalViewRequest {
 	case ActionNote:
 		callback, title, label, input = ModalNote, "Add note", "Note", InputNote
 		e := slack.NewPlainTextInputBlockElement(txt("Internal note"), InputNote)
-		e.Multiline, e.MaxLength = true, domain.MaxNoteLen
+		e.Multiline, e.MaxLength = true, min(domain.MaxNoteLen, slackinstall.MaxPlainTextInput)
 		el = e
 	default:
 		callback, title, label, input = ModalCancel, "Cancel inquiry", "Reason", InputReason
 		e := slack.NewPlainTextInputBlockElement(txt("Why is it cancelled?"), InputReason)
-		e.MaxLength = domain.MaxReasonLen
+		e.MaxLength = min(domain.MaxReasonLen, slackinstall.MaxPlainTextInput)
 		el = e
 	}
 	return slack.ModalViewRequest{
-		Type: slack.VTModal, Title: txt(title), Submit: txt("Save"), Close: txt("Close"),
+		Type: slack.VTModal, Title: txt(slackinstall.Fit(title, slackinstall.MaxModalTitle)), Submit: txt("Save"), Close: txt("Close"),
 		CallbackID: callback, PrivateMetadata: channel + " " + rootTS,
 		Blocks: slack.Blocks{BlockSet: []slack.Block{slack.NewInputBlock(input, txt(label), nil, el)}},
 	}

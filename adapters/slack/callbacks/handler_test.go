@@ -198,7 +198,9 @@ func TestConcurrentClaimsOneWinner(t *testing.T) {
 
 // TestModalsOpenAndSubmit: the assign, note and cancel buttons open their modal through the fake's
 // views.open with the installation's bot token (the fake accepts no other), carrying the root's
-// channel and ts; each view_submission runs its command. A reused trigger id is refused by Slack
+// channel and ts, inside Slack's modal limits (the strict fake refuses a max_length over 3000); a
+// note longer than the modal allows is refused with a clear message; each view_submission runs
+// its command. A reused trigger id is refused by Slack
 // and the user is told on response_url.
 func TestModalsOpenAndSubmit(t *testing.T) {
 	t.Parallel()
@@ -225,6 +227,10 @@ func TestModalsOpenAndSubmit(t *testing.T) {
 	v, _ := open(callbacks.ActionNote, 1)
 	if v.CallbackID != callbacks.ModalNote {
 		t.Fatalf("note view = %+v", v)
+	}
+	// Slack's plain_text_input allows at most 3000 characters: a longer note is refused, clearly.
+	if rec := b.interact(t, submit("U0OLGA0001", ts, v.CallbackID, v.ID+"long", "note", strings.Repeat("n", 3001))); !strings.Contains(rec.Body.String(), "at most 3000 characters") {
+		t.Fatalf("long note = %d %s", rec.Code, rec.Body)
 	}
 	if rec := b.interact(t, submit("U0OLGA0001", ts, v.CallbackID, v.ID, "note", "called back")); rec.Code != 200 || rec.Body.Len() != 0 {
 		t.Fatalf("note = %d %s", rec.Code, rec.Body)

@@ -186,6 +186,9 @@ func (s *Server) chatPostMessage(req *request) (any, *apiError) {
 	if m.text == "" && m.blocks == nil && req.p.raw("attachments") == nil {
 		return nil, errCode(CodeNoText)
 	}
+	if e := checkMessage(m.text, m.blocks); e != nil {
+		return nil, e
+	}
 	if raw := req.p.raw("metadata"); raw != nil {
 		md, e := parseMetadata(raw)
 		if e != nil {
@@ -251,6 +254,9 @@ func (s *Server) chatUpdate(req *request) (any, *apiError) {
 	}
 	if text == "" && blocks == nil {
 		return nil, errCode(CodeNoText)
+	}
+	if e := checkMessage(text, blocks); e != nil {
+		return nil, e
 	}
 	m.text, m.blocks, m.metadata = text, blocks, md
 	m.editedTS, m.editedBy = s.newTSLocked(), s.opts.BotUserID

@@ -87,9 +87,11 @@ func (s *Server) viewsOpen(req *request) (any, *apiError) {
 		CallbackID      string                `json:"callback_id"`
 		PrivateMetadata string                `json:"private_metadata"`
 		Title           struct{ Text string } `json:"title"`
+		Submit          *textObj              `json:"submit"`
+		Close           *textObj              `json:"close"`
 		Blocks          json.RawMessage       `json:"blocks"`
 	}
-	if err := json.Unmarshal(req.p.raw("view"), &v); err != nil || v.Type != "modal" || v.Title.Text == "" {
+	if err := json.Unmarshal(req.p.raw("view"), &v); err != nil || v.Type != "modal" || !checkView(v.Title.Text, v.Submit, v.Close, v.Blocks) {
 		return nil, errCode(CodeInvalidArguments)
 	}
 	tr.used = true

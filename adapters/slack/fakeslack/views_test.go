@@ -15,7 +15,8 @@ func TestViewsOpenOncePerTrigger(t *testing.T) {
 	t.Parallel()
 	b := setup(t, fakeslack.Options{})
 	modal := slack.ModalViewRequest{Type: slack.VTModal, CallbackID: "cb_modal", PrivateMetadata: "C1 1.2",
-		Title: slack.NewTextBlockObject(slack.PlainTextType, "Title", false, false)}
+		Title:  slack.NewTextBlockObject(slack.PlainTextType, "Title", false, false),
+		Blocks: slack.Blocks{BlockSet: []slack.Block{slack.NewSectionBlock(slack.NewTextBlockObject(slack.PlainTextType, "Hello", false, false), nil, nil)}}}
 	trig := b.srv.IssueTrigger()
 	res, err := b.api.OpenViewContext(t.Context(), trig, modal)
 	if err != nil || res.ID == "" || res.CallbackID != "cb_modal" {

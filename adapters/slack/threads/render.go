@@ -3,7 +3,6 @@ package threads
 import (
 	"fmt"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/slack-go/slack"
 
@@ -22,8 +21,9 @@ const (
 	ActionCancel   = slackinstall.ActionCancel
 )
 
-// maxTextRunes bounds a free-text field in a section (Slack allows 3000 characters).
-const maxTextRunes = 2500
+// maxFieldText bounds one free-text field other than the message (after escaping), so that a
+// root message's blocks together stay far below what Slack accepts (slackinstall.MaxBlocksText).
+const maxFieldText = 1000
 
 // Rendered is a message ready for chat.postMessage or chat.update.
 type Rendered struct {
@@ -53,19 +53,6 @@ func coarse(s domain.Status) string {
 	return "open"
 }
 
-func truncate(s string) string {
-	if utf8.RuneCountInString(s) <= maxTextRunes {
-		return s
-	}
-	r := []rune(s)
-	return string(r[:maxTextRunes]) + "…"
-}
-
-// escape neutralises Slack mrkdwn control characters in user-supplied text.
-func escape(s string) string {
-	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace(s)
-}
-
 func fieldsOf(q *domain.Inquiry, link string) []field {
 	return []field{
 		{"receipt", "Receipt", q.Receipt},
@@ -78,15 +65,18 @@ func fieldsOf(q *domain.Inquiry, link string) []field {
 		{"requester.name", "From", q.Requester.Name},
 		{"requester.email", "Email", q.Requester.Email},
 		{"subject", "Subject", q.Subject},
-		{"message", "Message", truncate(q.Message)},
+		{"message", "Message", q.Message},
 		{"link", "Open", link},
 	}
 }
 
-// RenderRoot renders an inquiry's root message for a destination of the given clearance.
+// RenderRoot renders an inquiry's root message for a destination of the given clearance. Every
+// text stays inside Slack's limits after escaping (slackinstall.Max*): a field too long for its
+// section is cut with a visible ellipsis, and the message gets a section of its own.
 func RenderRoot(q *domain.Inquiry, clearance domain.Classification, link string) Rendered {
 	fs := cleared(clearance, fieldsOf(q, link))
-	var lines []string
+	title := "Inquiry " + q.Receipt
+	lines := []string{"*" + slackinstall.FitEscaped(title, maxFieldText) + "*"}
 	for _, f := range fs {
 		if f.name == "status" {
 			continue // shown with status.coarse below only when status is not cleared
@@ -94,20 +84,52 @@ func RenderRoot(q *domain.Inquiry, clearance domain.Classification, link string)
 		if f.name == "status.coarse" && domain.Cleared("status", clearance) {
 			f.label, f.value = "Status", string(q.Status)
 		}
-		if f.name == "link" {
-			lines = append(lines, fmt.Sprintf("<%s|Open in Casebook>", f.value))
-			continue
+		switch f.name {
+		case "link":
+			if l := fmt.Sprintf("<%s|Open in Casebook>", f.value); slackinstall.TextLen(l) <= maxFieldText {
+				lines = append(lines, l) // our own configured URL; one too long is left out, not cut
+			}
+		case "message":
+			prefix := "*" + f.label + ":*\n"
+			lines = append(lines, prefix+slackinstall.FitEscaped(f.value, slackinstall.MaxSectionText-slackinstall.TextLen(prefix)))
+		default:
+			prefix := "*" + f.label + ":* "
+			lines = append(lines, prefix+slackinstall.FitEscaped(f.value, maxFieldText-slackinstall.TextLen(prefix)))
 		}
-		lines = append(lines, fmt.Sprintf("*%s:* %s", f.label, escape(f.value)))
 	}
-	title := "Inquiry " + q.Receipt
-	blocks := []slack.Block{
-		slack.NewSectionBlock(slack.NewTextBlockObject(slack.MarkdownType, "*"+escape(title)+"*\n"+strings.Join(lines, "\n"), false, false), nil, nil),
-	}
+	blocks := sections(lines)
 	if els := actions(q, clearance); len(els) > 0 {
 		blocks = append(blocks, slack.NewActionBlock("casebook_actions", els...))
 	}
-	return Rendered{Text: fmt.Sprintf("%s (%s)", title, statusFor(q, clearance)), Blocks: blocks}
+	text := slackinstall.Fit(fmt.Sprintf("%s (%s)", slackinstall.EscapeMrkdwn(title), statusFor(q, clearance)), slackinstall.MaxMessageText)
+	return Rendered{Text: text, Blocks: blocks}
+}
+
+// sections packs lines (each at most MaxSectionText) into as few mrkdwn sections as fit.
+func sections(lines []string) []slack.Block {
+	var out []slack.Block
+	var cur []string
+	n := 0
+	flush := func() {
+		if len(cur) > 0 {
+			out = append(out, slack.NewSectionBlock(slack.NewTextBlockObject(slack.MarkdownType, strings.Join(cur, "\n"), false, false), nil, nil))
+		}
+		cur, n = nil, 0
+	}
+	for _, l := range lines {
+		l = slackinstall.Fit(l, slackinstall.MaxSectionText)
+		add := slackinstall.TextLen(l)
+		if len(cur) > 0 {
+			add++ // the newline
+		}
+		if n+add > slackinstall.MaxSectionText {
+			flush()
+			add = slackinstall.TextLen(l)
+		}
+		cur, n = append(cur, l), n+add
+	}
+	flush()
+	return out
 }
 
 // actions are the root message's elements for the inquiry's current state. They reveal no more
@@ -115,10 +137,10 @@ func RenderRoot(q *domain.Inquiry, clearance domain.Classification, link string)
 // open/closed (and not on the owner).
 func actions(q *domain.Inquiry, clearance domain.Classification) []slack.BlockElement {
 	txt := func(s string) *slack.TextBlockObject {
-		return slack.NewTextBlockObject(slack.PlainTextType, s, false, false)
+		return slack.NewTextBlockObject(slack.PlainTextType, slackinstall.Fit(s, slackinstall.MaxButtonText), false, false)
 	}
 	button := func(id, label string) *slack.ButtonBlockElement {
-		return slack.NewButtonBlockElement(id, q.Receipt, txt(label))
+		return slack.NewButtonBlockElement(id, slackinstall.Fit(q.Receipt, slackinstall.MaxActionValue), txt(label))
 	}
 	exact := domain.Cleared("status", clearance)
 	var els []slack.BlockElement
@@ -163,9 +185,9 @@ func statusFor(q *domain.Inquiry, clearance domain.Classification) string {
 func RenderReply(q *domain.Inquiry, clearance domain.Classification) Rendered {
 	fs := []string{"Status: " + statusFor(q, clearance)}
 	for _, f := range cleared(clearance, []field{{"priority", "Priority", string(q.Priority)}, {"owner", "Owner", string(q.Owner)}}) {
-		fs = append(fs, f.label+": "+escape(f.value))
+		fs = append(fs, f.label+": "+slackinstall.FitEscaped(f.value, maxFieldText))
 	}
-	text := fmt.Sprintf("Update (version %d): %s", q.Version, strings.Join(fs, ", "))
+	text := slackinstall.Fit(fmt.Sprintf("Update (version %d): %s", q.Version, strings.Join(fs, ", ")), slackinstall.MaxSectionText)
 	return Rendered{Text: text, Blocks: []slack.Block{
 		slack.NewSectionBlock(slack.NewTextBlockObject(slack.MarkdownType, text, false, false), nil, nil),
 	}}
