@@ -52,14 +52,14 @@ type textObj struct {
 }
 
 type element struct {
-	Type        string     `json:"type"`
-	ActionID    string     `json:"action_id"`
-	Text        *textObj   `json:"text"`
-	Value       string     `json:"value"`
-	Placeholder *textObj   `json:"placeholder"`
-	Options     []option   `json:"options"`
-	MaxLength   *int       `json:"max_length"`
-	MinLength   *int       `json:"min_length"`
+	Type        string   `json:"type"`
+	ActionID    string   `json:"action_id"`
+	Text        *textObj `json:"text"`
+	Value       string   `json:"value"`
+	Placeholder *textObj `json:"placeholder"`
+	Options     []option `json:"options"`
+	MaxLength   *int     `json:"max_length"`
+	MinLength   *int     `json:"min_length"`
 }
 
 type option struct {
@@ -68,13 +68,13 @@ type option struct {
 }
 
 type block struct {
-	Type     string     `json:"type"`
-	BlockID  string     `json:"block_id"`
-	Text     *textObj   `json:"text"`
-	Fields   []textObj  `json:"fields"`
+	Type     string          `json:"type"`
+	BlockID  string          `json:"block_id"`
+	Text     *textObj        `json:"text"`
+	Fields   []textObj       `json:"fields"`
 	Elements json.RawMessage `json:"elements"` // actions: elements; context: text objects and images
 	Element  *element        `json:"element"`
-	Label    *textObj   `json:"label"`
+	Label    *textObj        `json:"label"`
 }
 
 // checkBlocks applies the per-block limits and returns the text the blocks carry (for the

@@ -87,7 +87,9 @@ func TestMessageLimitsRefused(t *testing.T) {
 // than 100 blocks; the same modal within the limits opens.
 func TestViewLimitsRefused(t *testing.T) {
 	t.Parallel()
-	txt := func(s string) *slack.TextBlockObject { return slack.NewTextBlockObject(slack.PlainTextType, s, false, false) }
+	txt := func(s string) *slack.TextBlockObject {
+		return slack.NewTextBlockObject(slack.PlainTextType, s, false, false)
+	}
 	input := func(max int) slack.Block {
 		e := slack.NewPlainTextInputBlockElement(txt("Internal note"), "note")
 		e.Multiline, e.MaxLength = true, max
