@@ -30,6 +30,7 @@ import (
 	"github.com/casebook/casebook/eventstore/kurrent"
 	"github.com/casebook/casebook/eventstore/postgres"
 	"github.com/casebook/casebook/eventstore/sqlite"
+	"github.com/casebook/casebook/internal/ratelimit"
 	"github.com/casebook/casebook/internal/sqldb"
 	"github.com/casebook/casebook/projections"
 	"github.com/casebook/casebook/projections/querymodel"
@@ -62,6 +63,9 @@ type Config struct {
 	ShutdownTimeout time.Duration
 	// Public configures the public intake's limits; the zero value takes httpapi's defaults.
 	Public httpapi.PublicConfig
+	// ConsoleSignInRate bounds console sign-in attempts per client address (console's default if
+	// zero).
+	ConsoleSignInRate ratelimit.Rate
 	// PublicURL is the operator UI's base URL, for the authenticated link in Slack messages.
 	PublicURL string
 	// SlackPollInterval is how often an idle Slack worker looks for jobs (River's default if zero).

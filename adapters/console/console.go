@@ -15,14 +15,19 @@ package console
 
 import (
 	"context"
+	"crypto/hmac"
 	"crypto/rand"
+	"crypto/sha256"
 	"crypto/subtle"
 	"embed"
 	"errors"
+	"fmt"
 	"html/template"
 	"io/fs"
 	"log/slog"
+	"math"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"strconv"
 	"strings"
@@ -34,6 +39,8 @@ import (
 	"github.com/casebook/casebook/commands"
 	"github.com/casebook/casebook/domain"
 	"github.com/casebook/casebook/eventstore"
+	"github.com/casebook/casebook/internal/clientaddr"
+	"github.com/casebook/casebook/internal/ratelimit"
 	"github.com/casebook/casebook/internal/seal"
 	"github.com/casebook/casebook/projections"
 	"github.com/casebook/casebook/queries"
@@ -87,8 +94,15 @@ type Console struct {
 	// Secret is the instance secret; the read-your-writes position a redirect carries is sealed
 	// under a key derived from it, for the session's tenant (random per process when empty).
 	Secret []byte
+	// SignInRate bounds sign-in attempts per client address, successful or not
+	// (DefaultSignInRate if zero; Off disables it).
+	SignInRate ratelimit.Rate
+	// TrustedProxies are the peers whose X-Forwarded-For names the client, as on the public intake.
+	TrustedProxies []netip.Prefix
 
 	positions *seal.AEAD
+	signins   *ratelimit.Keyed
+	addrKey   []byte
 
 	once   sync.Once
 	pages  map[string]*template.Template
@@ -96,6 +110,10 @@ type Console struct {
 	done   chan struct{}
 	closed sync.Once
 }
+
+// DefaultSignInRate allows a client address ten sign-in attempts a minute: enough for people who
+// mistype, and it makes each guess cost a token lookup at a bounded rate.
+var DefaultSignInRate = ratelimit.Rate{Events: 10, Per: time.Minute, Burst: 10}
 
 // Defaults.
 const (
@@ -142,6 +160,13 @@ func (c *Console) init() {
 		if c.positions, err = seal.New(secret, "casebook/console position v1"); err != nil {
 			panic(err) // only for an impossible key length
 		}
+		if c.SignInRate == (ratelimit.Rate{}) {
+			c.SignInRate = DefaultSignInRate
+		}
+		c.signins = ratelimit.New(c.SignInRate, c.Now)
+		m := hmac.New(sha256.New, secret)
+		m.Write([]byte("casebook/console sign-in client v1"))
+		c.addrKey = m.Sum(nil)
 		c.done = make(chan struct{})
 		c.pages = parsePages()
 		c.router = c.routes()
@@ -265,6 +290,14 @@ func (c *Console) signin(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	next := safeNext(r.PostForm.Get("next"))
+	if ok, retry := c.signins.Allow(clientaddr.Key(c.addrKey, clientaddr.Of(r, c.TrustedProxies))); !ok {
+		secs := max(1, int(math.Ceil(retry.Seconds())))
+		w.Header().Set("Retry-After", strconv.Itoa(secs))
+		c.Logger.WarnContext(r.Context(), "console sign-in rate limited", "request_id", requestID(w), "retry_after_s", secs)
+		c.render(w, r, http.StatusTooManyRequests, "signin", nil, map[string]any{"Next": next,
+			"Error": fmt.Sprintf("Too many sign-in attempts from your network. Try again in %d seconds.", secs)})
+		return
+	}
 	p, s, secret, err := c.Tenancy.StartSession(r.Context(), strings.TrimSpace(r.PostForm.Get("token")), c.SessionTTL)
 	if err != nil {
 		status := http.StatusUnauthorized

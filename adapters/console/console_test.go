@@ -15,11 +15,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/casebook/casebook/adapters/httpapi"
 	"github.com/casebook/casebook/app"
 	"github.com/casebook/casebook/app/apptest"
 	"github.com/casebook/casebook/domain"
 	"github.com/casebook/casebook/eventstore"
+	"github.com/casebook/casebook/internal/clientaddr"
 	"github.com/casebook/casebook/internal/ratelimit"
 )
 
@@ -41,7 +41,7 @@ func setup(t *testing.T, cfg app.Config) *testBundle {
 	ctx := t.Context()
 	tb := &testBundle{logs: &bytes.Buffer{}, mu: &sync.Mutex{}}
 	cfg.Logger = slog.New(slog.NewJSONHandler(lockedWriter{tb}, nil))
-	cfg.Public = httpapi.PublicConfig{ClientRate: ratelimit.Rate{Off: true}, TenantRate: ratelimit.Rate{Off: true}}
+	cfg.Public.ClientRate, cfg.Public.TenantRate = ratelimit.Rate{Off: true}, ratelimit.Rate{Off: true}
 	a := apptest.Open(t, cfg)
 	runCtx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
@@ -575,5 +575,48 @@ func TestRedirectPositionIsSealed(t *testing.T) {
 	}
 	if _, err := con.OpenPositionForTest(domain.TenantID("other"), after); err == nil {
 		t.Fatal("another tenant opened the token")
+	}
+}
+
+// TestSignInRateLimited: a client address gets ConsoleSignInRate's burst of attempts, then 429 with
+// a truthful Retry-After even for a valid token; another address (named by a trusted proxy) is not
+// affected, and the address is allowed again once a token has been earned back.
+func TestSignInRateLimited(t *testing.T) {
+	var mu sync.Mutex
+	now := time.Now()
+	cfg := embedded(t)
+	cfg.Now = func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	cfg.ConsoleSignInRate = ratelimit.Rate{Events: 3, Per: time.Minute, Burst: 3}
+	loopback, err := clientaddr.ParseTrustedProxies("127.0.0.1,::1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Public.TrustedProxies = loopback
+	tb := setup(t, cfg)
+	from := func(addr string) map[string]string { return map[string]string{"X-Forwarded-For": addr} }
+	c := tb.client(t)
+	for i := range 3 {
+		if p := c.do("POST", "/console/signin", url.Values{"token": {"cb_wrong"}}, from("203.0.113.7")); p.status != http.StatusUnauthorized {
+			t.Fatalf("attempt %d: %d, want 401", i+1, p.status)
+		}
+	}
+	p := c.do("POST", "/console/signin", url.Values{"token": {tb.op}}, from("203.0.113.7"))
+	if p.status != http.StatusTooManyRequests || p.header.Get("Retry-After") != "20" || !strings.Contains(p.body, "Try again in 20 seconds") {
+		t.Fatalf("over the limit: %d Retry-After=%q, want 429 after 20 s; body: %s", p.status, p.header.Get("Retry-After"), p.body)
+	}
+	if p := c.do("POST", "/console/signin", url.Values{"token": {tb.op}}, from("198.51.100.9")); p.status != http.StatusSeeOther {
+		t.Fatalf("another address: %d, want 303", p.status)
+	}
+	mu.Lock()
+	now = now.Add(20 * time.Second)
+	mu.Unlock()
+	if p := c.do("POST", "/console/signin", url.Values{"token": {tb.op}}, from("203.0.113.7")); p.status != http.StatusSeeOther {
+		t.Fatalf("after Retry-After: %d, want 303", p.status)
+	}
+	tb.mu.Lock()
+	logs := tb.logs.String()
+	tb.mu.Unlock()
+	if !strings.Contains(logs, "console sign-in rate limited") || strings.Contains(logs, "203.0.113.7") {
+		t.Fatalf("the refusal is logged without the client's address:\n%s", logs)
 	}
 }

@@ -20,6 +20,7 @@ import (
 
 	"github.com/casebook/casebook/commands"
 	"github.com/casebook/casebook/domain"
+	"github.com/casebook/casebook/internal/clientaddr"
 	"github.com/casebook/casebook/internal/ratelimit"
 	"github.com/casebook/casebook/tenancy"
 )
@@ -239,7 +240,7 @@ type admitted struct {
 // origin policy, and the per-tenant rate limit.
 func (s *Server) admitPublic(w http.ResponseWriter, r *http.Request) (admitted, error) {
 	p := s.public
-	a := admitted{client: clientKey(p.secret, clientAddr(r, p.cfg.TrustedProxies))}
+	a := admitted{client: clientaddr.Key(p.secret, clientaddr.Of(r, p.cfg.TrustedProxies))}
 	if ok, retry := p.clients.Allow(a.client); !ok {
 		return a, s.limited(w, r, "client_rate_limit", a.client, retry)
 	}
@@ -262,7 +263,7 @@ func (s *Server) admitPublic(w http.ResponseWriter, r *http.Request) (admitted, 
 // admitPage rate-limits a public page view per client, before the tenant lookup.
 func (s *Server) admitPage(w http.ResponseWriter, r *http.Request) error {
 	p := s.public
-	client := clientKey(p.secret, clientAddr(r, p.cfg.TrustedProxies))
+	client := clientaddr.Key(p.secret, clientaddr.Of(r, p.cfg.TrustedProxies))
 	if ok, retry := p.pages.Allow(client); !ok {
 		return s.limited(w, r, "client_rate_limit", client, retry)
 	}

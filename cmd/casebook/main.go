@@ -210,6 +210,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	dueClaimTTL := fs.Duration("due-claim-ttl", ttlDefault, "how long a claim on a due job holds before another ticker may take it over (CASEBOOK_DUE_CLAIM_TTL)")
 	public := publicFlags(fs)
+	signins := consoleFlags(fs)
 	oauth := slackOAuthFlags(fs)
 	effects := slackEffectFlags(fs)
 	if err := parseFlags(fs, args); err != nil {
@@ -227,6 +228,9 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	cfg.MetricsAddr = *metricsAddr
 	cfg.SlackOAuth = *oauth
 	cfg.DueTick, cfg.DueClaimTTL = *dueTick, *dueClaimTTL
+	if cfg.ConsoleSignInRate, err = signins(); err != nil {
+		return err
+	}
 	if err := effects(&cfg); err != nil {
 		return err
 	}

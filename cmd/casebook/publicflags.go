@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"strconv"
 
+	"github.com/casebook/casebook/adapters/console"
 	"github.com/casebook/casebook/adapters/httpapi"
+	"github.com/casebook/casebook/internal/clientaddr"
 	"github.com/casebook/casebook/internal/ratelimit"
 )
 
@@ -51,7 +53,7 @@ func publicFlags(fs *flag.FlagSet) func() (httpapi.PublicConfig, error) {
 		if cfg.PortalRate, err = rateWithBurst("--portal-rate", *portalRate, *portalBurst); err != nil {
 			return cfg, err
 		}
-		if cfg.TrustedProxies, err = httpapi.ParseTrustedProxies(*proxies); err != nil {
+		if cfg.TrustedProxies, err = clientaddr.ParseTrustedProxies(*proxies); err != nil {
 			return cfg, fmt.Errorf("--trusted-proxies: %w", err)
 		}
 		return cfg, nil
@@ -70,4 +72,19 @@ func rateWithBurst(name, spec, burst string) (ratelimit.Rate, error) {
 		return r, fmt.Errorf("%s-burst %q: want a positive number", name, burst)
 	}
 	return r, nil
+}
+
+// consoleFlags adds the console's sign-in limit to serve's flags.
+func consoleFlags(fs *flag.FlagSet) func() (ratelimit.Rate, error) {
+	d := console.DefaultSignInRate
+	spec := fs.String("console-signin-rate", envOr("CASEBOOK_CONSOLE_SIGNIN_RATE", ratelimit.Rate{Events: d.Events, Per: d.Per}.String()),
+		"console sign-in attempts per client address: N/s, N/m, N/h (burst N) or off (CASEBOOK_CONSOLE_SIGNIN_RATE)")
+	return func() (ratelimit.Rate, error) {
+		r, err := ratelimit.ParseRate(*spec)
+		if err != nil {
+			return r, fmt.Errorf("--console-signin-rate: %w", err)
+		}
+		r.Burst = r.Events
+		return r, nil
+	}
 }

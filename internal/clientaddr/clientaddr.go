@@ -1,4 +1,6 @@
-package httpapi
+// Package clientaddr finds the address a request came from behind trusted proxies, and keys it for
+// rate limits without keeping the raw address.
+package clientaddr
 
 import (
 	"crypto/hmac"
@@ -10,10 +12,10 @@ import (
 	"strings"
 )
 
-// clientAddr is the address a request came from: the connection's peer (RemoteAddr), or, when that
+// Of is the address a request came from: the connection's peer (RemoteAddr), or, when that
 // peer is a trusted proxy, the right-most X-Forwarded-For hop that is not a trusted proxy. Hops left
 // of it were written by the client and are ignored. The zero Addr means unknown.
-func clientAddr(r *http.Request, trusted []netip.Prefix) netip.Addr {
+func Of(r *http.Request, trusted []netip.Prefix) netip.Addr {
 	peer := parseHop(r.RemoteAddr)
 	if !peer.IsValid() || !isTrusted(peer, trusted) {
 		return peer
@@ -57,10 +59,10 @@ func isTrusted(a netip.Addr, trusted []netip.Prefix) bool {
 	return false
 }
 
-// clientKey is the rate-limit key of a client: a keyed hash of its address, so the raw address is
+// Key is the rate-limit key of a client: a keyed hash of its address, so the raw address is
 // never stored or logged. IPv6 clients are keyed by their /64, which one subscriber usually holds
 // whole.
-func clientKey(secret []byte, a netip.Addr) string {
+func Key(secret []byte, a netip.Addr) string {
 	if a.Is6() {
 		a = netip.PrefixFrom(a, 64).Masked().Addr()
 	}
