@@ -44,6 +44,8 @@ type TimelineEntry struct {
 	Actor      domain.PrincipalID `json:"actor"`
 	OccurredAt time.Time          `json:"occurred_at"`
 	Data       json.RawMessage    `json:"data"`
+	// CommandID names the command that appended the event; the events of one command share it.
+	CommandID string `json:"command_id,omitempty"`
 }
 
 // Filter selects inquiries. Zero fields do not filter. Limit is 1..MaxLimit (DefaultLimit when 0).
@@ -130,7 +132,7 @@ func (r *Reader) List(ctx context.Context, tenant domain.TenantID, f Filter) ([]
 		where, args = append(where, "team = ?"), append(args, f.Team)
 	}
 	if f.Receipt != "" {
-		// No index on receipt: the lookup reads the tenant's rows through the list index.
+		// (tenant_id, receipt) is indexed: a customer's quoted receipt is found without a scan.
 		where, args = append(where, "receipt = ?"), append(args, f.Receipt)
 	}
 	if f.Subject != "" {
@@ -177,7 +179,7 @@ func (r *Reader) List(ctx context.Context, tenant domain.TenantID, f Filter) ([]
 
 // Timeline returns an inquiry's events in order; domain.ErrNotFound if the tenant has no such id.
 func (r *Reader) Timeline(ctx context.Context, tenant domain.TenantID, id domain.InquiryID) ([]TimelineEntry, error) {
-	rows, err := r.DB.QueryContext(ctx, r.DB.Rebind(`SELECT version, type, actor, occurred_at, data FROM qm_timeline
+	rows, err := r.DB.QueryContext(ctx, r.DB.Rebind(`SELECT version, type, actor, occurred_at, data, command_id FROM qm_timeline
 		WHERE tenant_id = ? AND inquiry_id = ? ORDER BY version`), tenant, id)
 	if err != nil {
 		return nil, fmt.Errorf("timeline: %w", err)
@@ -188,7 +190,7 @@ func (r *Reader) Timeline(ctx context.Context, tenant domain.TenantID, id domain
 		var e TimelineEntry
 		var at int64
 		var data string
-		if err := rows.Scan(&e.Version, &e.Type, &e.Actor, &at, &data); err != nil {
+		if err := rows.Scan(&e.Version, &e.Type, &e.Actor, &at, &data, &e.CommandID); err != nil {
 			return nil, err
 		}
 		e.OccurredAt, e.Data = time.Unix(0, at).UTC(), json.RawMessage(data)

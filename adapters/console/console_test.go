@@ -3,6 +3,7 @@ package console_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"log/slog"
 	"net/http"
@@ -15,12 +16,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/casebook/casebook/app"
 	"github.com/casebook/casebook/app/apptest"
 	"github.com/casebook/casebook/domain"
 	"github.com/casebook/casebook/eventstore"
 	"github.com/casebook/casebook/internal/clientaddr"
 	"github.com/casebook/casebook/internal/ratelimit"
+	"github.com/casebook/casebook/projections/querymodel"
 )
 
 type testBundle struct {
@@ -618,5 +622,61 @@ func TestSignInRateLimited(t *testing.T) {
 	tb.mu.Unlock()
 	if !strings.Contains(logs, "console sign-in rate limited") || strings.Contains(logs, "203.0.113.7") {
 		t.Fatalf("the refusal is logged without the client's address:\n%s", logs)
+	}
+}
+
+// TestTimelineLinksCommands: the inquiry page groups the timeline by the command that appended each
+// event (the command id of the event's metadata), and the API's timeline carries the same ids.
+func TestTimelineLinksCommands(t *testing.T) {
+	t.Parallel()
+	tb := setup(t, embedded(t))
+	id, _ := tb.intake(t, tb.acme, "k1")
+	c := tb.client(t)
+	csrf := c.signIn(tb.op)
+	path := "/console/inquiries/" + string(id)
+	if p := c.do("POST", path+"/claim", url.Values{"csrf": {csrf}, "version": {"1"}}, nil); p.status != http.StatusSeeOther {
+		t.Fatalf("claim: %d %s", p.status, p.body)
+	}
+	tb.catchUp(t)
+	recs, err := tb.app.Store.ReadStream(t.Context(), eventstore.InquiryStream(tb.acme, id), 0, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// want: each event's command id; groups: the page's groups, one per command, in order.
+	var want, groups []string
+	for _, r := range recs {
+		var m domain.Metadata
+		if err := json.Unmarshal(r.Metadata, &m); err != nil || m.CommandID == "" {
+			t.Fatalf("metadata %s: %v", r.Metadata, err)
+		}
+		want = append(want, querymodel.CommandRef(m.CommandID))
+		if ref := querymodel.CommandRef(m.CommandID); len(groups) == 0 || groups[len(groups)-1] != ref {
+			groups = append(groups, ref)
+		}
+	}
+	if len(groups) != 2 {
+		t.Fatalf("intake and claim made %d commands, want 2: %v", len(groups), want)
+	}
+	p := c.get(path)
+	var got []string
+	for _, m := range regexp.MustCompile(`<li class="command" data-command="([^"]+)">`).FindAllStringSubmatch(p.body, -1) {
+		got = append(got, m[1])
+	}
+	if diff := cmp.Diff(groups, got); diff != "" {
+		t.Fatalf("command groups on the page (-want +got):\n%s", diff)
+	}
+	if n := strings.Count(p.body, `<li data-version="`); n != len(recs) {
+		t.Fatalf("the page lists %d events, want %d", n, len(recs))
+	}
+	tl, err := tb.app.Reader.Timeline(t.Context(), tb.acme, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var api []string
+	for _, e := range tl {
+		api = append(api, e.CommandID)
+	}
+	if diff := cmp.Diff(want, api); diff != "" {
+		t.Fatalf("timeline command ids (-want +got):\n%s", diff)
 	}
 }

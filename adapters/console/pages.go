@@ -190,7 +190,7 @@ var flashes = map[string]string{
 type inquiryView struct {
 	Q         queries.Inquiry
 	Owner     string
-	Timeline  []timelineRow
+	Timeline  []commandGroup
 	Slack     *SlackState
 	Targets   []Target
 	Due       *dueView
@@ -211,6 +211,16 @@ type inquiryView struct {
 type edge struct {
 	To          domain.Status
 	NeedsReason bool
+}
+
+// commandGroup is one command on the timeline: who ran it and when, the events it appended (in
+// version order) and, under each event, the Slack effects it caused.
+type commandGroup struct {
+	CommandID  string
+	ActorName  string
+	Actor      domain.PrincipalID
+	OccurredAt time.Time
+	Events     []timelineRow
 }
 
 type timelineRow struct {
@@ -284,7 +294,14 @@ func (c *Console) inquiryData(r *http.Request, s *session, id domain.InquiryID) 
 				row.Effects = append(row.Effects, ef)
 			}
 		}
-		v.Timeline = append(v.Timeline, row)
+		// A command's events are consecutive in its stream; entries without a command id
+		// (written before the query model kept it) stand alone.
+		if n := len(v.Timeline); n > 0 && e.CommandID != "" && v.Timeline[n-1].CommandID == e.CommandID {
+			v.Timeline[n-1].Events = append(v.Timeline[n-1].Events, row)
+			continue
+		}
+		v.Timeline = append(v.Timeline, commandGroup{CommandID: e.CommandID, ActorName: row.ActorName, Actor: e.Actor,
+			OccurredAt: e.OccurredAt, Events: []timelineRow{row}})
 	}
 	return v, http.StatusOK, nil
 }

@@ -27,7 +27,9 @@ func decodeMeta(b []byte) (domain.Metadata, error) {
 		case "schema_version":
 			n, err := strconv.Atoi(string(v))
 			m.SchemaVersion, bad = n, bad || str || err != nil
-		case "command_id", "idempotency_key", "request_hash", "correlation_id":
+		case "command_id":
+			m.CommandID, bad = string(v), bad || !str
+		case "idempotency_key", "request_hash", "correlation_id":
 		default:
 			bad = true // encoding/json matches keys case-insensitively: let it decide
 		}

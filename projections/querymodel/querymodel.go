@@ -6,7 +6,9 @@ package querymodel
 
 import (
 	"context"
+	"crypto/sha256"
 	"database/sql"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -26,7 +28,7 @@ const Name = "querymodel"
 
 // Version must change whenever the tables below or the handler's output change; a deployment then
 // rebuilds the query model before serving it (casebook replay --projection querymodel).
-const Version = 3
+const Version = 4
 
 // Schema returns the DDL of one generation ({g} stands for the generation suffix). A test ties it
 // to Version, so a schema change without a version bump fails the build.
@@ -60,7 +62,8 @@ CREATE TABLE IF NOT EXISTS qm_timeline{g} (
 	type        TEXT   NOT NULL,
 	actor       TEXT   NOT NULL,
 	occurred_at BIGINT NOT NULL,
-	data        TEXT   NOT NULL
+	data        TEXT   NOT NULL,
+	command_id  TEXT   NOT NULL DEFAULT ''
 )`
 
 // indexes are built by Finalize, once a generation is filled: the writer never reads through
@@ -68,7 +71,8 @@ CREATE TABLE IF NOT EXISTS qm_timeline{g} (
 const indexes = `
 CREATE UNIQUE INDEX IF NOT EXISTS qm_timeline{g}_key ON qm_timeline{g} (tenant_id, inquiry_id, version);
 CREATE INDEX IF NOT EXISTS qm_inquiries{g}_list ON qm_inquiries{g} (tenant_id, created_at DESC, id DESC);
-CREATE INDEX IF NOT EXISTS qm_inquiries{g}_status ON qm_inquiries{g} (tenant_id, status, created_at DESC, id DESC)`
+CREATE INDEX IF NOT EXISTS qm_inquiries{g}_status ON qm_inquiries{g} (tenant_id, status, created_at DESC, id DESC);
+CREATE INDEX IF NOT EXISTS qm_inquiries{g}_receipt ON qm_inquiries{g} (tenant_id, receipt, created_at DESC, id DESC)`
 
 // Projection builds the query model.
 type Projection struct{}
@@ -172,6 +176,7 @@ type timelineRow struct {
 	typ, actor string
 	at         int64
 	data       string
+	command    string
 }
 
 type decoded struct {
@@ -338,7 +343,8 @@ var errNoInquiry = errors.New("event for an inquiry that was never received")
 // depends on stored columns alone are kept; the aggregate's other state is not carried over.
 func fold(rows map[key]*row, d decoded) (timelineRow, bool, error) {
 	at := d.meta.OccurredAt.UnixNano()
-	tl := timelineRow{tenant: d.key.tenant, id: d.key.id, version: d.version, typ: d.typ, actor: string(d.meta.Actor), at: at, data: d.timeline}
+	tl := timelineRow{tenant: d.key.tenant, id: d.key.id, version: d.version, typ: d.typ, actor: string(d.meta.Actor), at: at, data: d.timeline,
+		command: CommandRef(d.meta.CommandID)}
 	r := rows[d.key]
 	_, received := d.event.(domain.InquiryReceived)
 	switch {
@@ -614,11 +620,11 @@ func insertTimeline(ctx context.Context, b *projections.Batch, table string, row
 		var c sqldb.CopyRows
 		size := 0
 		for _, t := range rows {
-			size += 2 + 5*4 + 2*12 + len(t.tenant) + len(t.id) + len(t.typ) + len(t.actor) + len(t.data)
+			size += 2 + 6*4 + 2*12 + len(t.tenant) + len(t.id) + len(t.typ) + len(t.actor) + len(t.data) + len(t.command)
 		}
 		c.Grow(size)
 		for _, t := range rows {
-			c.Row(7)
+			c.Row(8)
 			c.Text(t.tenant)
 			c.Text(t.id)
 			c.Int64(int64(t.version))
@@ -626,19 +632,20 @@ func insertTimeline(ctx context.Context, b *projections.Batch, table string, row
 			c.Text(t.actor)
 			c.Int64(t.at)
 			c.Text(t.data)
+			c.Text(t.command)
 		}
-		return b.CopyFrom(ctx, table, []string{"tenant_id", "inquiry_id", "version", "type", "actor", "occurred_at", "data"}, &c)
+		return b.CopyFrom(ctx, table, []string{"tenant_id", "inquiry_id", "version", "type", "actor", "occurred_at", "data", "command_id"}, &c)
 	}
 	i := 0
 	for _, n := range parts(len(rows), 512) {
 		part := rows[i : i+n]
 		i += n
-		args := make([]any, 0, 7*len(part))
+		args := make([]any, 0, 8*len(part))
 		for _, t := range part {
-			args = append(args, t.tenant, t.id, t.version, t.typ, t.actor, t.at, t.data)
+			args = append(args, t.tenant, t.id, t.version, t.typ, t.actor, t.at, t.data, t.command)
 		}
-		q := `INSERT INTO ` + table + ` (tenant_id, inquiry_id, version, type, actor, occurred_at, data) VALUES ` +
-			placeholders(len(part), 7)
+		q := `INSERT INTO ` + table + ` (tenant_id, inquiry_id, version, type, actor, occurred_at, data, command_id) VALUES ` +
+			placeholders(len(part), 8)
 		if err := b.Exec(ctx, q, args...); err != nil {
 			return err
 		}
@@ -652,4 +659,15 @@ func marks(n int) string { return strings.TrimSuffix(strings.Repeat("?, ", n), "
 func placeholders(n, width int) string {
 	group := "(" + strings.TrimSuffix(strings.Repeat("?, ", width), ", ") + ")"
 	return strings.TrimSuffix(strings.Repeat(group+", ", n), ", ")
+}
+
+// CommandRef is the timeline's reference to the command that appended an event: a digest of the
+// command id, which may hold an idempotency key and NUL separators (Postgres text refuses NUL). The
+// events of one command share it; "" for an event without a command id.
+func CommandRef(commandID string) string {
+	if commandID == "" {
+		return ""
+	}
+	sum := sha256.Sum256([]byte(commandID))
+	return "cmd_" + hex.EncodeToString(sum[:8])
 }

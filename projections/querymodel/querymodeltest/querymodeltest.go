@@ -16,7 +16,7 @@ func Snapshot(t testing.TB, db *sqldb.DB) []string {
 	for _, q := range []string{
 		`SELECT tenant_id || '|' || id || '|' || receipt || '|' || version || '|' || status || '|' || priority || '|' || owner ||
 			'|' || team || '|' || subject || '|' || updated_at || '|' || coalesce(closed_at, 0) FROM qm_inquiries ORDER BY tenant_id, id`,
-		`SELECT tenant_id || '|' || inquiry_id || '|' || version || '|' || type || '|' || actor || '|' || data
+		`SELECT tenant_id || '|' || inquiry_id || '|' || version || '|' || type || '|' || actor || '|' || command_id || '|' || data
 			FROM qm_timeline ORDER BY tenant_id, inquiry_id, version`,
 	} {
 		out = append(out, dbtest.Strings(t, db, q)...)
