@@ -38,6 +38,9 @@
 //     hand, as a person or Slack's auto-archive would.
 //   - items.list pages in creation order, 100 rows by default, at most 1000
 //     (guesses), with an opaque cursor bound to the List and to archived.
+//     Options.ItemsPageMax (or SetItemsPageMax) answers shorter pages than
+//     limit asks, as a cursor-paginated method may; archived=true pages the
+//     archived rows alone, in the same order.
 //   - Rate limits: a fixed window per method on the server's Clock (Slack's
 //     tiers allow bursts; this is a simplification). Injected faults take
 //     precedence and do not spend the budget.

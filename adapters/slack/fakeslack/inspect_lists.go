@@ -245,6 +245,14 @@ func (s *Server) Lists() []ListInfo {
 	return out
 }
 
+// SetItemsPageMax caps every later slackLists.items.list page at n rows
+// whatever limit asks (0: no cap below the method's maximum).
+func (s *Server) SetItemsPageMax(n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.pageMax = n
+}
+
 // SetRowCap changes one List's cap on active rows. Rows already over it stay.
 func (s *Server) SetRowCap(listID string, rowCap int) error {
 	s.mu.Lock()

@@ -633,6 +633,11 @@ func (s *Server) itemsList(req *request) (any, *apiError) {
 		limit = 100
 	}
 	limit = min(limit, itemsListMaxLimit)
+	// Cursor pagination may return fewer items than limit, and more pages
+	// (https://api.slack.com/docs/pagination): ItemsPageMax plays that.
+	if s.pageMax > 0 {
+		limit = min(limit, s.pageMax)
+	}
 	archived := req.p.boolean("archived")
 	var after int64
 	if cur := req.p.str("cursor"); cur != "" {

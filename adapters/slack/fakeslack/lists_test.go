@@ -641,3 +641,66 @@ func TestHandEditedRows(t *testing.T) {
 		t.Errorf("Lists = %+v", got)
 	}
 }
+
+// TestItemsPageMaxPagesActiveAndArchivedApart: with a page cap below limit, active and archived
+// rows page apart, each in creation order, with no row twice and none left out.
+func TestItemsPageMaxPagesActiveAndArchivedApart(t *testing.T) {
+	t.Parallel()
+	b := setup(t, fakeslack.Options{ItemsPageMax: 2})
+	bd := createBoard(t, b)
+	ctx := t.Context()
+	var ids []string
+	for i := range 9 {
+		resp, err := b.api.CreateListItemContext(ctx, bd.listID, slack.CreateListItemOptionInitialFields(bd.fields(strings.Repeat("r", i+1), "new")))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, resp.Item.ID)
+	}
+	var wantActive, wantArchived []string
+	for i, id := range ids {
+		if i%3 == 0 {
+			if err := b.srv.ArchiveRow(bd.listID, id); err != nil {
+				t.Fatal(err)
+			}
+			wantArchived = append(wantArchived, id)
+			continue
+		}
+		wantActive = append(wantActive, id)
+	}
+	scan := func(archived bool) (seen []string, pages int) {
+		cursor := ""
+		for {
+			resp, err := b.api.GetListItemsContext(ctx, bd.listID, slack.GetListItemsOptionLimit(100),
+				slack.GetListItemsOptionArchived(archived), slack.GetListItemsOptionCursor(cursor))
+			if err != nil {
+				t.Fatal(err)
+			}
+			pages++
+			if len(resp.Items) > 2 {
+				t.Fatalf("page of %d rows with ItemsPageMax 2", len(resp.Items))
+			}
+			for _, it := range resp.Items {
+				seen = append(seen, it.ID)
+			}
+			if cursor = resp.ResponseMetadata.Cursor; cursor == "" {
+				return seen, pages
+			}
+		}
+	}
+	active, ap := scan(false)
+	archived, rp := scan(true)
+	if diff := cmp.Diff(wantActive, active); diff != "" {
+		t.Errorf("active rows (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(wantArchived, archived); diff != "" {
+		t.Errorf("archived rows (-want +got):\n%s", diff)
+	}
+	if ap != 3 || rp != 2 {
+		t.Errorf("pages: active %d archived %d, want 3 and 2", ap, rp)
+	}
+	b.srv.SetItemsPageMax(0)
+	if resp, err := b.api.GetListItemsContext(ctx, bd.listID, slack.GetListItemsOptionLimit(100)); err != nil || len(resp.Items) != 6 {
+		t.Errorf("uncapped page: %v, %d rows", err, len(resp.Items))
+	}
+}

@@ -45,6 +45,10 @@ type Options struct {
 
 	// RowCap is the default cap on a List's active rows (DefaultRowCap if 0).
 	RowCap int
+	// ItemsPageMax caps every slackLists.items.list page whatever limit asks
+	// (0: the method's own maximum). Slack may answer a cursor page with fewer
+	// rows than asked; tests set it small to make a List many pages long.
+	ItemsPageMax int
 	// RateLimits per method name, e.g. "chat.postMessage".
 	RateLimits map[string]RateLimit
 
@@ -69,6 +73,7 @@ type Server struct {
 	lastTS   int64 // microseconds of the last timestamp handed out
 	channels map[string]*channel
 	lists    map[string]*list
+	pageMax  int // Options.ItemsPageMax, or SetItemsPageMax
 	revoked  bool
 	scopes   map[string]bool // nil: all
 
@@ -118,6 +123,7 @@ func New(opts Options) *Server {
 		ids:         map[string]int64{},
 		channels:    map[string]*channel{},
 		lists:       map[string]*list{},
+		pageMax:     opts.ItemsPageMax,
 		counts:      map[string]int{},
 		limits:      map[string]RateLimit{},
 		windows:     map[string]*rateWindow{},
