@@ -85,6 +85,10 @@ type Config struct {
 	// DueClaimTTL is how long a ticker's claim on a due job holds before another ticker may take
 	// the job over (one minute if zero).
 	DueClaimTTL time.Duration
+	// ListSweepTick is how often Serve looks for Lists due a reconcile sweep
+	// (DefaultListSweepTick if zero; negative disables the periodic sweep). ListSweepEvery is
+	// each List's sweep interval (the reconciler's default, 15 min, if zero).
+	ListSweepTick, ListSweepEvery time.Duration
 }
 
 // App is an opened Casebook.
@@ -283,6 +287,7 @@ func (a *App) wireSlack(ctx context.Context, secret []byte, qm *projections.Runn
 	if a.Lists, err = lists.NewService(ctx, rt, secret, a.Commands.Load); err != nil {
 		return err
 	}
+	a.wireListReconciler()
 	if err := rt.Open(); err != nil {
 		return err
 	}
@@ -402,6 +407,7 @@ func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 		}
 		wg.Go(func() { a.Ticker.Run(subCtx, tick) })
 	}
+	wg.Go(func() { a.runListSweeps(subCtx) })
 	if err := a.Effects.Start(subCtx); err != nil {
 		stopSubs()
 		wg.Wait()

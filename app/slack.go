@@ -4,8 +4,10 @@ import (
 	"context"
 
 	"github.com/casebook/casebook/adapters/httpapi"
+	"github.com/casebook/casebook/adapters/slack/lists"
 	"github.com/casebook/casebook/adapters/slack/slackeffects"
 	"github.com/casebook/casebook/adapters/slack/slackinstall"
+	"github.com/casebook/casebook/adapters/slack/threads"
 	"github.com/casebook/casebook/domain"
 )
 
@@ -26,8 +28,28 @@ func (s slackAPI) CancelEffect(ctx context.Context, tenant domain.TenantID, id i
 	return s.a.Effects.Cancel(ctx, tenant, id)
 }
 
+// slackBlock is an inquiry detail's "slack" block: the thread's state, and its row in each List.
+type slackBlock struct {
+	threads.Health
+	Lists []lists.RowHealth `json:"lists"`
+}
+
 func (s slackAPI) SlackHealth(ctx context.Context, tenant domain.TenantID, id domain.InquiryID) (any, error) {
-	return s.a.Threads.Health(ctx, tenant, id)
+	h, err := s.a.Threads.Health(ctx, tenant, id)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := s.a.Lists.Store.RowHealth(ctx, s.a.Commands.Load, tenant, id)
+	if err != nil {
+		return nil, err
+	}
+	return slackBlock{Health: h, Lists: rows}, nil
+}
+
+// ListStatuses is GET /v1/admin/lists: every List projection of the tenant with its activation,
+// schema health, cooldown, circuit, sync health, watermarks and last reconcile run.
+func (s slackAPI) ListStatuses(ctx context.Context, tenant domain.TenantID) (any, error) {
+	return s.a.Lists.Store.Statuses(ctx, tenant)
 }
 
 // slackOAuth adapts the OAuth install flow to the HTTP API.

@@ -21,6 +21,9 @@ type Slack interface {
 	CancelEffect(ctx context.Context, tenant domain.TenantID, id int64) (any, error)
 	// SlackHealth is an inquiry's "slack" block: state pending, synced, failed or disabled.
 	SlackHealth(ctx context.Context, tenant domain.TenantID, id domain.InquiryID) (any, error)
+	// ListStatuses is every List projection of the tenant: activation, schema, cooldown, circuit,
+	// watermarks and the last reconcile run.
+	ListStatuses(ctx context.Context, tenant domain.TenantID) (any, error)
 }
 
 // EffectFilter is GET /v1/admin/effects' query: state, kind (comma-separated) and inquiry.
@@ -34,6 +37,20 @@ func (s *Server) slackAdminRoutes(a *mux.Router) {
 	a.HandleFunc("/effects", s.listEffects).Methods(http.MethodGet)
 	a.HandleFunc("/effects/{id}/retry", s.effectOp(true)).Methods(http.MethodPost)
 	a.HandleFunc("/effects/{id}/cancel", s.effectOp(false)).Methods(http.MethodPost)
+	a.HandleFunc("/lists", s.listLists).Methods(http.MethodGet)
+}
+
+func (s *Server) listLists(w http.ResponseWriter, r *http.Request) {
+	if s.Slack == nil {
+		s.writeError(w, r, &apiError{http.StatusNotFound, "not_found", "no such route"})
+		return
+	}
+	items, err := s.Slack.ListStatuses(r.Context(), principal(r).TenantID)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"items": items})
 }
 
 func (s *Server) listEffects(w http.ResponseWriter, r *http.Request) {

@@ -301,6 +301,10 @@ type Status struct {
 	CircuitOpen    bool       `json:"circuit_open"`
 	CircuitReason  string     `json:"circuit_reason,omitempty"`
 	Sync           SyncHealth `json:"sync"`
+	// Reconcile is the sweep's watermarks and its last run: outcome counts, coverage, budget use,
+	// and the stale and quarantined rows.
+	Reconcile     Reconciliation `json:"reconcile"`
+	WorkingSetMax int            `json:"working_set_max,omitempty"`
 }
 
 // SyncHealth counts a List's rows by their last outcome.
@@ -331,6 +335,12 @@ func (s *Store) Statuses(ctx context.Context, tenant domain.TenantID) ([]Status,
 		}
 		st.CircuitOpen, st.CircuitReason = circ.Open, circ.Reason
 		if st.Sync, err = s.syncHealth(ctx, tenant, c.List); err != nil {
+			return nil, err
+		}
+		if st.Reconcile, err = s.Reconciliation(ctx, tenant, c.List); err != nil {
+			return nil, err
+		}
+		if st.WorkingSetMax, err = s.workingSetMax(ctx, tenant, c.List); err != nil {
 			return nil, err
 		}
 		out = append(out, st)

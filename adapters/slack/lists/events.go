@@ -56,6 +56,14 @@ type ListRowRemoved struct {
 
 // Projection events, in listprojection-{tenant}-{list}.
 
+// ListRowQuarantined records a row whose marker is invalid, forged or copied from another tenant,
+// List or inquiry: reported once, never deleted, never adopted.
+type ListRowQuarantined struct {
+	List   string `json:"list_id"`
+	RowID  string `json:"row_id"`
+	Reason string `json:"reason"` // invalid_marker, unknown_inquiry, marker_not_ours
+}
+
 // ListProjectionActivated records a passed probe and what it resolved.
 type ListProjectionActivated struct {
 	List           string `json:"list_id"`

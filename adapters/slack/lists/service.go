@@ -8,10 +8,12 @@ import (
 )
 
 // Service is the List projection as the app wires it: store, worker (registered on the effect
-// runtime) and the two projections (listintents, listrowmap).
+// runtime), the reconciler (its Inventory set by the wiring) and the two projections (listintents,
+// listrowmap).
 type Service struct {
 	Store       *Store
 	Worker      *Worker
+	Reconciler  *Reconciler
 	Projections []projections.Projection
 }
 
@@ -25,5 +27,5 @@ func NewService(ctx context.Context, rt *slackeffects.Runtime, secret []byte, lo
 	if err := Register(rt, w); err != nil {
 		return nil, err
 	}
-	return &Service{Store: st, Worker: w, Projections: []projections.Projection{&Intents{Effects: rt}, RowMap{}}}, nil
+	return &Service{Store: st, Worker: w, Reconciler: &Reconciler{Worker: w}, Projections: []projections.Projection{&Intents{Effects: rt}, RowMap{}}}, nil
 }

@@ -64,7 +64,7 @@ CREATE TABLE IF NOT EXISTS slack_list_sync_health (
 	PRIMARY KEY (tenant_id, list_id, inquiry_id)
 )`}, {Version: 2, SQL: `
 INSERT INTO slack_effect_attempts (effect_key, created_at) SELECT effect_key, created_at FROM slack_list_attempts WHERE true
-	ON CONFLICT (effect_key) DO NOTHING`}}
+	ON CONFLICT (effect_key) DO NOTHING`}, {Version: 3, SQL: reconcileDDL}}
 
 // The List's cooldown and circuit columns of slack_list_projections, slack_list_attempts and
 // slack_list_sync_health are no longer written: the runtime's guard, ledger and health replaced
@@ -191,6 +191,12 @@ func ProjectionStream(tenant domain.TenantID, list string) string {
 func (s *Store) audit(ctx context.Context, tenant domain.TenantID, list, typ string, payload any) error {
 	_, err := slackinstall.AppendEvent(ctx, s.Events, ProjectionStream(tenant, list), eventstore.Any(), tenant, Actor,
 		fmt.Sprintf("lists:%s:%s:%s:%d", tenant, list, typ, s.Now().UnixNano()), s.Now(), typ, payload)
+	return err
+}
+
+// auditOnce appends an event to the List projection's stream under a command id of its own.
+func (s *Store) auditOnce(ctx context.Context, tenant domain.TenantID, list, cmdID, typ string, payload any) error {
+	_, err := slackinstall.AppendEvent(ctx, s.Events, ProjectionStream(tenant, list), eventstore.Any(), tenant, Actor, cmdID, s.Now(), typ, payload)
 	return err
 }
 

@@ -126,6 +126,12 @@ func (k syncKind) Plan(ctx context.Context, a SyncArgs) (*slackeffects.Plan, err
 	case r.RowID != "" && scoped && r.Observed >= q.Version:
 		return nil, nil // coalesced: this version or a newer one is shown
 	}
+	if r.RowID == "" {
+		out, err := w.Store.evicted(ctx, a.Tenant, a.List, a.Inquiry)
+		if out || err != nil {
+			return nil, err // over the working-set bound: the sweep lets it back in
+		}
+	}
 	p, err := w.plan(ctx, c, a.Inquiry, func(ctx context.Context, api *slack.Client) error {
 		switch {
 		case r.RowID != "" && !scoped:
@@ -232,8 +238,9 @@ func (w *Worker) update(ctx context.Context, api *slack.Client, c Config, q *dom
 		return api.UpdateListItemsContext(ctx, c.List, cells(r.RowID, fs))
 	})
 	if gone(err) {
-		// Deleted by hand: end the mapping; the next job creates a new row (own attempt key).
-		return w.recordRemoved(ctx, c, q, st, r, "gone")
+		// Deleted by hand. Not recreated after a first absence: a tombstone waits for the
+		// reconciler's next complete scan to confirm it (then a new row, with its own attempt key).
+		return w.Store.setTombstoneOnce(ctx, c.Tenant, c.List, q.ID, r.RowID)
 	}
 	if err != nil {
 		return err
