@@ -16,12 +16,17 @@ const listsUsage = `usage:
   casebook lists deactivate --tenant S --list F…
   casebook lists check --tenant S --list F…          re-read the schema; drift fails closed
   casebook lists circuit-close --tenant S --list F…
-  casebook lists status --tenant S                   activation, schema, sync health, cooldown (JSON)`
+  casebook lists status --tenant S                   activation, schema, sync health, cooldown, reconcile watermarks and last run (JSON)
+  casebook lists reconcile --tenant S --list F… [--dry-run]   sweep now; outcome counts as JSON
+  casebook lists working-set --tenant S --list F… --max N     bound the List's rows`
 
 // listsCmd manages Slack List projections, always within one tenant. Lists start disabled.
 func listsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
 		return errors.New(listsUsage)
+	}
+	if args[0] == "reconcile" || args[0] == "working-set" {
+		return listsReconcileCmd(ctx, args, stdout, stderr)
 	}
 	fs, sf := newFlags("lists "+args[0], stderr)
 	tenant := fs.String("tenant", "", required+"tenant slug")

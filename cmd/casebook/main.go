@@ -71,7 +71,7 @@ commands:
                                              the app manifest; install the bot; choose channels; link Slack users
   effects list|retry|cancel|circuits|circuit-close
                                              Slack effect jobs and destination circuits
-  lists activate|deactivate|check|circuit-close|status
+  lists activate|deactivate|check|circuit-close|status|reconcile|working-set
                                              Slack List projections (disabled until activated)
   sla set|show --tenant S [--file policy.json]
                                              a tenant's SLA policy: zone, business hours, holidays, targets

@@ -286,9 +286,9 @@ func TestReconcileForeign(t *testing.T) {
 		rec := b.receipt(t, ids[0])
 		m := b.app.Lists.Store.Markers
 		markers := []string{
-			"cb1." + rec + ".Zm9yZ2VkZm9yZ2VkZm9yZ2Vk",                    // forged MAC
-			m.For(string(b.tenant), "F0OTHERLIST", string(ids[0]), rec), // copied from another List
-			"cb9." + rec + ".whatever",                                  // unknown version
+			"cb1." + rec + ".Zm9yZ2VkZm9yZ2VkZm9yZ2Vk",                     // forged MAC
+			m.For(string(b.tenant), "F0OTHERLIST", string(ids[0]), rec),    // copied from another List
+			"cb9." + rec + ".whatever",                                     // unknown version
 			m.For(string(b.tenant), b.list.ID, string(ids[0]), "R-NOSUCH"), // a receipt no inquiry has
 		}
 		var bad []string
