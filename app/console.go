@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/casebook/casebook/adapters/console"
+	"github.com/casebook/casebook/adapters/slack/lists"
 	"github.com/casebook/casebook/adapters/slack/slackeffects"
 	"github.com/casebook/casebook/commands"
 	"github.com/casebook/casebook/domain"
@@ -108,7 +110,8 @@ func (s consoleSlack) Tables(ctx context.Context, tenant domain.TenantID) ([]con
 		return nil, err
 	}
 	t := console.Table{Title: "Slack Lists", Note: "Activate, check and close circuits with casebook lists.",
-		Columns: []string{"List", "Team", "Clearance", "Activation", "Schema", "Circuit", "Cooldown until", "Sync"}}
+		Columns: []string{"List", "Team", "Clearance", "Activation", "Schema", "Circuit", "Cooldown until", "Sync",
+			"Last observed", "Last fully applied", "Backlog", "Last reconcile"}}
 	for _, l := range sts {
 		circuit := "closed"
 		if l.CircuitOpen {
@@ -126,7 +129,13 @@ func (s consoleSlack) Tables(ctx context.Context, tenant domain.TenantID) ([]con
 		if l.LastProbeError != "" {
 			activation += " (last probe: " + l.LastProbeError + ")"
 		}
-		t.Rows = append(t.Rows, []string{l.List, l.Team, l.Clearance, activation, schema, circuit, cool, fmt.Sprintf("%d synced, %d failing", l.Sync.Synced, l.Sync.Failing)})
+		w := l.Reconcile.Watermarks
+		backlog := "none"
+		if w.BacklogSince != nil {
+			backlog = (time.Duration(w.BacklogAgeSeconds) * time.Second).String()
+		}
+		t.Rows = append(t.Rows, []string{l.List, l.Team, l.Clearance, activation, schema, circuit, cool, fmt.Sprintf("%d synced, %d failing", l.Sync.Synced, l.Sync.Failing),
+			stamp(w.LastSuccessfullyObserved), stamp(w.LastFullyApplied), backlog, lastReconcile(l.Reconcile.LastRun)})
 	}
 	inst := console.Table{Title: "Slack installations", Note: "Install with casebook slack install or the OAuth flow.",
 		Columns: []string{"Installation (enterprise/team/app)"}}
@@ -166,4 +175,36 @@ func (s consoleSlack) Tables(ctx context.Context, tenant domain.TenantID) ([]con
 		dest.Rows = append(dest.Rows, []string{label, d.Channel, d.ClearanceStr, d.Installation.ID})
 	}
 	return []console.Table{inst, dest, t}, nil
+}
+
+func stamp(t *time.Time) string {
+	if t == nil {
+		return "never"
+	}
+	return t.UTC().Format("2006-01-02 15:04 UTC")
+}
+
+// lastReconcile summarizes a List's last reconcile run: complete or why it stopped, then its
+// non-zero outcome counts and quarantined rows.
+func lastReconcile(r *lists.Report) string {
+	if r == nil {
+		return "never run"
+	}
+	head := "complete"
+	if !r.Complete {
+		head = "incomplete (" + r.Stopped + ")"
+	}
+	var parts []string
+	for _, o := range lists.Outcomes {
+		if n := r.Outcomes[o]; n > 0 {
+			parts = append(parts, fmt.Sprintf("%s %d", o, n))
+		}
+	}
+	if len(r.Quarantined) > 0 {
+		parts = append(parts, fmt.Sprintf("quarantined rows %d", len(r.Quarantined)))
+	}
+	if len(parts) == 0 {
+		return head
+	}
+	return head + ": " + strings.Join(parts, ", ")
 }
