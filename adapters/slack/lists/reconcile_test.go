@@ -631,3 +631,38 @@ func TestReconcileDryRunWritesNothing(t *testing.T) {
 		}
 	})
 }
+
+// TestRowHealthShowsStaleRow: the inquiry detail's List row state (RowHealth): pending while a
+// newer version waits, synced once shown; a row the last sweep found missing or stale says so,
+// with the List's last complete observation.
+func TestRowHealthShowsStaleRow(t *testing.T) {
+	t.Parallel()
+	eachBackend(t, func(t *testing.T, b *bundle) {
+		ids := b.board(t, boardSize)
+		health := func(id domain.InquiryID) lists.RowHealth {
+			t.Helper()
+			hs, err := b.app.Lists.Store.RowHealth(t.Context(), b.app.Commands.Load, b.tenant, id)
+			if err != nil || len(hs) != 1 {
+				t.Fatalf("row health = %+v %v", hs, err)
+			}
+			return hs[0]
+		}
+		if h := health(ids[0]); h.State != "synced" || h.RowID == "" || h.ObservedVersion != h.DesiredVersion || h.LastObserved != nil {
+			t.Fatalf("synced row = %+v", h)
+		}
+		b.transition(t, ids[0], domain.StatusTriaged, domain.PriorityHigh)
+		if h := health(ids[0]); h.State != "pending" || h.ObservedVersion >= h.DesiredVersion {
+			t.Fatalf("row behind its inquiry = %+v", h)
+		}
+		if err := b.fake.DeleteRow(b.list.ID, b.rowOf(t, ids[1])[0].ID); err != nil {
+			t.Fatal(err)
+		}
+		b.reconcile(t)
+		if h := health(ids[1]); h.Reconcile != lists.MissingOnce || h.LastObserved == nil {
+			t.Fatalf("missing row = %+v", h)
+		}
+		if h := health(ids[0]); h.State != "synced" || h.Reconcile != lists.Stale {
+			t.Fatalf("row the sweep updated = %+v", h)
+		}
+	})
+}
