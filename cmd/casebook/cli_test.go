@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -102,6 +104,8 @@ func TestMissingRequiredFlagNamed(t *testing.T) {
 		"slack install --tenant a":     "--signing-secret, --token",
 		"replay":                       "--projection",
 		"tokens list":                  "--tenant",
+		"tokens create --tenant a":     "--principal",
+		"projections retry":            "--stream",
 	} {
 		code, _, stderr := runCLI(t, append(strings.Fields(args), "--data-dir", dir)...)
 		if code != 2 || !strings.Contains(stderr, "missing required flag "+want) {
@@ -157,5 +161,28 @@ func TestBinaryLinksNoTestCode(t *testing.T) {
 			strings.HasPrefix(d, "github.com/casebook/") && regexp.MustCompile(`test$|test/`).MatchString(d) {
 			t.Errorf("casebook links %s", d)
 		}
+	}
+}
+
+// TestNoEmptyDatabaseLeftBehind: a command that only reads or changes existing data refuses a data
+// directory without a database, naming the way to create one, and creates nothing there; migrate
+// and tenants create may create it.
+func TestNoEmptyDatabaseLeftBehind(t *testing.T) {
+	t.Parallel()
+	dir := filepath.Join(t.TempDir(), "new")
+	for _, args := range []string{"tokens list --tenant a", "principals create --tenant a --name N", "projections list"} {
+		code, _, stderr := runCLI(t, append(strings.Fields(args), "--data-dir", dir)...)
+		if code == 0 || !strings.Contains(stderr, "no Casebook data in "+dir) || !strings.Contains(stderr, "casebook migrate") {
+			t.Errorf("casebook %s on a new directory = exit %d, stderr %q", args, code, stderr)
+		}
+		if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+			t.Fatalf("casebook %s left %s behind (%v)", args, dir, err)
+		}
+	}
+	if code, _, stderr := runCLI(t, "tenants", "create", "--slug", "acme", "--data-dir", dir); code != 0 {
+		t.Fatalf("tenants create on a new directory = exit %d, %s", code, stderr)
+	}
+	if code, _, stderr := runCLI(t, "tokens", "list", "--tenant", "acme", "--data-dir", dir); code != 0 {
+		t.Fatalf("tokens list once the database exists = exit %d, %s", code, stderr)
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 	"time"
 
@@ -142,6 +143,9 @@ type storageFlags struct {
 	leaseTTL      time.Duration
 	verbose       bool
 	public        httpapi.PublicConfig // serve only
+	// creates marks the commands that may create the embedded database (migrate, tenants create);
+	// the others refuse a data directory without one rather than leave an empty database there.
+	creates bool
 }
 
 func envOr(name, def string) string {
@@ -182,6 +186,12 @@ func logger(w io.Writer) *slog.Logger {
 func (sf *storageFlags) open(ctx context.Context, log *slog.Logger) (*app.App, error) {
 	if !sf.verbose {
 		log = slog.New(slog.DiscardHandler)
+	}
+	if sf.databaseURL == "" && !sf.creates {
+		if _, err := os.Stat(filepath.Join(sf.dataDir, app.DBFile)); errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("no Casebook data in %s: casebook serve or casebook migrate creates it; "+
+				"pass --data-dir (CASEBOOK_DATA_DIR) to use another directory", sf.dataDir)
+		}
 	}
 	return app.Open(ctx, sf.config(log))
 }
@@ -249,6 +259,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 
 func migrate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs, sf := newFlags("migrate", stderr)
+	sf.creates = true
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -271,6 +282,7 @@ func tenants(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return errors.New("usage: casebook tenants create --slug S [--name N] [--ttl D] | set-origins --slug S [--origin O]… | set-form --slug S [--name N] [--category slug=Label]…")
 	}
 	fs, sf := newFlags("tenants create", stderr)
+	sf.creates = true
 	slug := fs.String("slug", "", required+"tenant slug (a-z, 0-9, -)")
 	name := fs.String("name", "", "display name shown on the public form (default: the slug)")
 	ttl := ttlFlag(fs)

@@ -21,7 +21,15 @@ func projectionsCmd(ctx context.Context, args []string, stdout, stderr io.Writer
 	}
 	fs, sf := newFlags("projections "+args[0], stderr)
 	name := fs.String("projection", "querymodel", "projection name")
-	stream := fs.String("stream", "", "parked stream (retry, skip)")
+	var stream *string
+	switch args[0] {
+	case "list", "parked":
+		stream = new(string)
+	case "retry", "skip":
+		stream = fs.String("stream", "", required+"parked stream (see casebook projections parked)")
+	default:
+		return errors.New(use)
+	}
 	if err := parseFlags(fs, args[1:]); err != nil {
 		return err
 	}
@@ -48,9 +56,6 @@ func projectionsCmd(ctx context.Context, args []string, stdout, stderr io.Writer
 		}
 		return printJSON(stdout, items)
 	case "retry", "skip":
-		if *stream == "" {
-			return errors.New(use)
-		}
 		still, err := a.RetryParked(ctx, *name, "", *stream, args[0] == "skip")
 		if err != nil {
 			return err

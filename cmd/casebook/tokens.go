@@ -45,15 +45,18 @@ func tokens(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	fs, sf := newFlags("tokens "+args[0], stderr)
 	tenant := fs.String("tenant", "", required+"tenant slug")
-	principal := fs.String("principal", "", "principal id")
+	var principal *string
 	var ttl *time.Duration
 	var id *string
 	switch args[0] {
 	case "create":
+		principal = fs.String("principal", "", required+"principal id (principals create prints it)")
 		ttl = ttlFlag(fs)
 	case "revoke":
+		principal = fs.String("principal", "", "principal id: revoke all of its tokens")
 		id = fs.String("id", "", "token id (tok_…), as printed when it was minted or by tokens list")
 	case "list":
+		principal = fs.String("principal", "", "principal id: only its tokens")
 	default:
 		return errors.New(usage)
 	}
