@@ -94,21 +94,43 @@ func startWith(t *testing.T, env []string, storage ...string) *server {
 	}
 	s := &server{cmd: cmd, done: make(chan struct{})}
 	addr := make(chan string, 1)
+	// The server's warnings and errors are kept (the last 50) and shown if the test fails.
+	var mu sync.Mutex
+	var problems []string
+	scanned := make(chan struct{})
 	go func() {
+		defer close(scanned)
 		sc := bufio.NewScanner(stderr)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
 		for sc.Scan() {
 			var line struct {
-				Msg  string `json:"msg"`
-				Addr string `json:"addr"`
+				Msg   string `json:"msg"`
+				Addr  string `json:"addr"`
+				Level string `json:"level"`
 			}
-			if json.Unmarshal(sc.Bytes(), &line) == nil && line.Msg == "casebook serving" {
+			if json.Unmarshal(sc.Bytes(), &line) != nil {
+				continue
+			}
+			if line.Msg == "casebook serving" {
 				addr <- line.Addr
+			}
+			if line.Level == "ERROR" || line.Level == "WARN" {
+				mu.Lock()
+				problems = append(problems[max(0, len(problems)-49):], sc.Text())
+				mu.Unlock()
 			}
 		}
 		_, _ = io.Copy(io.Discard, stderr)
 	}()
 	go func() { _ = cmd.Wait(); close(s.done) }()
-	t.Cleanup(func() { _ = cmd.Process.Kill(); <-s.done })
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-s.done
+		<-scanned
+		if t.Failed() && len(problems) > 0 {
+			t.Logf("casebook serve %s warned or failed:\n%s", s.base, strings.Join(problems, "\n"))
+		}
+	})
 	select {
 	case a := <-addr:
 		s.base = "http://" + a
