@@ -89,6 +89,8 @@ type Config struct {
 	// (DefaultListSweepTick if zero; negative disables the periodic sweep). ListSweepEvery is
 	// each List's sweep interval (the reconciler's default, 15 min, if zero).
 	ListSweepTick, ListSweepEvery time.Duration
+	// Attachments bounds attachments per file, per inquiry and per tenant (zero: the defaults).
+	Attachments commands.AttachmentLimits
 }
 
 // App is an opened Casebook.
@@ -118,6 +120,8 @@ type App struct {
 	DueJobs    *duejobs.Store
 	Ticker     *duejobs.Ticker
 	dueMetrics dueMetrics
+	// Attachments stores inquiries' files in the database.
+	Attachments *commands.Attachments
 	// portalIndex is the portal index subscriber (wired in portal.go).
 	portalIndex *projections.Runner
 	// dueDecided, if set, runs between a due job's re-read of its inquiry and its append (tests).
@@ -249,6 +253,9 @@ func (a *App) wire(ctx context.Context) error {
 	if err := a.wirePortal(ctx); err != nil {
 		return err
 	}
+	if a.Attachments, err = commands.NewAttachments(ctx, a.DB, a.Config.Now); err != nil {
+		return err
+	}
 	if err := a.wireAudit(ctx); err != nil {
 		return err
 	}
@@ -348,6 +355,7 @@ func (a *App) handlers() (api, metrics http.Handler) {
 		SlackCallbacks: a.Callbacks,
 		Console:        a.Console, Now: a.Config.Now,
 		Due: dueAPI{a}, Portal: portalAPI{a},
+		Attachments: a.Attachments, AttachmentLimits: a.Config.Attachments, Load: a.Commands.Load,
 	}
 	if !a.separateMetrics() {
 		s.Metrics = metrics

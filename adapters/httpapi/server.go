@@ -81,6 +81,11 @@ type Server struct {
 	Console http.Handler
 	// Now is the clock for default ranges (time.Now if nil).
 	Now func() time.Time
+	// Attachments stores inquiries' files within AttachmentLimits; Load reads an inquiry (its
+	// submitter) for the upload's permission check. Either nil disables the attachment routes.
+	Attachments      AttachmentStore
+	AttachmentLimits commands.AttachmentLimits
+	Load             func(ctx context.Context, tenant domain.TenantID, id domain.InquiryID) (*domain.Inquiry, error)
 	// Portal serves the authenticated intake's reads (/v1/portal/…); nil answers 404 there.
 	Portal Portal
 	// Due serves the due-job admin routes, the SLA policy and the detail's "sla" and
@@ -118,6 +123,7 @@ func (s *Server) router() *mux.Router {
 	s.slackOAuthRoutes(r)
 	s.slackCallbackRoutes(r)
 	s.portalRoutes(r)
+	s.attachmentRoutes(r)
 
 	a := r.PathPrefix("/v1/inquiries").Subrouter()
 	a.Use(s.authenticate)
@@ -133,6 +139,7 @@ func (s *Server) router() *mux.Router {
 	st.HandleFunc("", s.stats).Methods(http.MethodGet)
 	s.consoleRoutes(r)
 	s.dueInquiryRoutes(a)
+	s.attachmentReadRoutes(a)
 	return r
 }
 
@@ -549,7 +556,7 @@ func (s *Server) getInquiry(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("ETag", strconv.Quote(strconv.FormatUint(q.Version, 10)))
-	writeJSON(w, http.StatusOK, s.withDue(r.Context(), p.TenantID, q.ID, s.withSlack(r.Context(), p.TenantID, q.ID, q)))
+	writeJSON(w, http.StatusOK, s.withAttachments(r.Context(), p.TenantID, q.ID, s.withDue(r.Context(), p.TenantID, q.ID, s.withSlack(r.Context(), p.TenantID, q.ID, q))))
 }
 
 func (s *Server) timeline(w http.ResponseWriter, r *http.Request) {

@@ -223,6 +223,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	signins := consoleFlags(fs)
 	oauth := slackOAuthFlags(fs)
 	effects := slackEffectFlags(fs)
+	attachments := attachmentFlags(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -242,6 +243,9 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 		return err
 	}
 	if err := effects(&cfg); err != nil {
+		return err
+	}
+	if err := attachments(&cfg); err != nil {
 		return err
 	}
 	a, err := app.Open(ctx, cfg)

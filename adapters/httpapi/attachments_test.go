@@ -1,0 +1,228 @@
+package httpapi_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"mime/multipart"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/chromedp"
+
+	"github.com/casebook/casebook/app"
+	"github.com/casebook/casebook/commands"
+)
+
+type upload struct{ name, content string }
+
+// attach posts files as multipart/form-data parts named "file".
+func (tb *testBundle) attach(t *testing.T, token, id string, files ...upload) resp {
+	t.Helper()
+	var body bytes.Buffer
+	mw := multipart.NewWriter(&body)
+	for _, f := range files {
+		w, err := mw.CreateFormFile("file", f.name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = w.Write([]byte(f.content))
+	}
+	_ = mw.Close()
+	req, err := http.NewRequest(http.MethodPost, tb.srv.URL+"/v1/inquiries/"+id+"/attachments", &body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", mw.FormDataContentType())
+	req.Header.Set("Authorization", "Bearer "+token)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = res.Body.Close() }()
+	raw, _ := io.ReadAll(res.Body)
+	r := resp{status: res.StatusCode, header: res.Header, raw: string(raw)}
+	_ = json.Unmarshal(raw, &r.body)
+	return r
+}
+
+// attachments lists an inquiry's attachments from its detail.
+func (tb *testBundle) attachments(t *testing.T, id string) []any {
+	t.Helper()
+	d := tb.do(t, "GET", "/v1/inquiries/"+id+"?consistent=true", tb.op, nil, "")
+	list, ok := d.body["attachments"].([]any)
+	if d.status != 200 || !ok {
+		t.Fatalf("detail = %d %s", d.status, d.raw)
+	}
+	return list
+}
+
+func text(n int) string { return strings.Repeat("a", n) }
+
+// TestAttachmentLimits: a file over the size limit is 413, a type outside the allow-list (sniffed,
+// whatever the name says) 415, too many files 422, a full tenant 413 — each with nothing stored;
+// accepted files are listed in the detail with normalized names and download as attachments.
+func TestAttachmentLimits(t *testing.T) {
+	t.Parallel()
+	tb := setupWith(t, func(c *app.Config) {
+		c.Public = unlimited
+		c.Attachments = commands.AttachmentLimits{MaxFileBytes: 1000, MaxFiles: 2, MaxTenantBytes: 2400}
+	})
+	_, id := tb.submit(t, "a-1")
+	_, id2 := tb.submit(t, "a-2")
+	refusals := []struct {
+		name   string
+		files  []upload
+		status int
+	}{
+		{"over the file limit", []upload{{"big.txt", text(1001)}}, http.StatusRequestEntityTooLarge},
+		{"one good, one too large", []upload{{"ok.txt", text(10)}, {"big.txt", text(5000)}}, http.StatusRequestEntityTooLarge},
+		{"HTML", []upload{{"invoice.txt", "<!DOCTYPE html><html><script>alert(1)</script></html>"}}, http.StatusUnsupportedMediaType},
+		{"executable", []upload{{"invoice.pdf", "MZ\x90\x00\x03\x00\x00\x00\x04\x00\x00\x00\xff\xff\x00\x00"}}, http.StatusUnsupportedMediaType},
+		{"three files", []upload{{"1.txt", "one"}, {"2.txt", "two"}, {"3.txt", "three"}}, http.StatusUnprocessableEntity},
+		{"empty file", []upload{{"e.txt", ""}}, http.StatusUnprocessableEntity},
+		{"no file", nil, http.StatusUnprocessableEntity},
+	}
+	for _, c := range refusals {
+		if r := tb.attach(t, tb.op, id, c.files...); r.status != c.status {
+			t.Errorf("%s = %d %s, want %d", c.name, r.status, r.raw, c.status)
+		}
+	}
+	if r := tb.do(t, "POST", "/v1/inquiries/"+id+"/attachments", tb.op, nil, `{"file":"x"}`); r.status != http.StatusUnsupportedMediaType {
+		t.Errorf("JSON body = %d", r.status)
+	}
+	if got := tb.attachments(t, id); len(got) != 0 {
+		t.Fatalf("refused uploads stored %v", got)
+	}
+	r := tb.attach(t, tb.op, id, upload{`..\..\etc/pa:ss"wd .txt`, text(400)}, upload{"  .hidden\u202enotes.txt", "Invoice 42, line 3."})
+	if r.status != http.StatusCreated {
+		t.Fatalf("two files = %d %s", r.status, r.raw)
+	}
+	list := tb.attachments(t, id)
+	if len(list) != 2 {
+		t.Fatalf("listed %v", list)
+	}
+	first := list[0].(map[string]any)
+	names := []string{first["name"].(string), list[1].(map[string]any)["name"].(string)}
+	if names[0] != "pa_ss_wd .txt" || names[1] != "hiddennotes.txt" || first["content_type"] != "text/plain; charset=utf-8" || first["size"] != float64(400) {
+		t.Fatalf("stored %v", list)
+	}
+	if r := tb.attach(t, tb.op, id, upload{"third.txt", "x"}); r.status != http.StatusUnprocessableEntity {
+		t.Fatalf("a third attachment on the inquiry = %d %s", r.status, r.raw)
+	}
+	// The tenant holds 400+19 bytes; 2 × 1000 more would pass 2400.
+	if r := tb.attach(t, tb.op, id2, upload{"a.txt", text(1000)}, upload{"b.txt", text(1000)}); r.status != http.StatusRequestEntityTooLarge || r.body["error"].(map[string]any)["code"] != "attachment_quota" {
+		t.Fatalf("over the tenant's quota = %d %s", r.status, r.raw)
+	}
+	if got := tb.attachments(t, id2); len(got) != 0 {
+		t.Fatalf("a refused upload stored %v", got)
+	}
+	// Download: the bytes, as an attachment, never sniffed, sandboxed.
+	res, err := http.NewRequest(http.MethodGet, tb.srv.URL+"/v1/inquiries/"+id+"/attachments/"+first["id"].(string), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Header.Set("Authorization", "Bearer "+tb.viewer)
+	got, err := http.DefaultClient.Do(res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, _ := io.ReadAll(got.Body)
+	_ = got.Body.Close()
+	h := got.Header
+	if got.StatusCode != http.StatusOK || string(data) != text(400) || h.Get("Content-Disposition") != `attachment; filename="pa_ss_wd .txt"` ||
+		h.Get("X-Content-Type-Options") != "nosniff" || h.Get("Content-Type") != "text/plain; charset=utf-8" || !strings.Contains(h.Get("Content-Security-Policy"), "sandbox") {
+		t.Fatalf("download = %d %v %q", got.StatusCode, h, data)
+	}
+	if r := tb.do(t, "GET", "/v1/inquiries/"+id+"/attachments/"+first["id"].(string), tb.other, nil, ""); r.status != http.StatusNotFound {
+		t.Fatalf("another tenant's download = %d", r.status)
+	}
+	if r := tb.attach(t, tb.other, id, upload{"x.txt", "x"}); r.status != http.StatusNotFound {
+		t.Fatalf("another tenant's upload = %d %s", r.status, r.raw)
+	}
+	if r := tb.attach(t, tb.viewer, id2, upload{"x.txt", "x"}); r.status != http.StatusForbidden {
+		t.Fatalf("a viewer's upload = %d %s", r.status, r.raw)
+	}
+}
+
+// TestPortalAttachesToOwnSubmission: the submitting integration may attach to its inquiry, not to
+// any other (404), and cannot download (attachments are read by operators).
+func TestPortalAttachesToOwnSubmission(t *testing.T) {
+	t.Parallel()
+	tb := setup(t)
+	integ := tb.integration(t, "acme", "Portal")
+	r := tb.portalSubmit(t, integ, "att-1", portalBody)
+	if r.status != http.StatusCreated {
+		t.Fatal(r.raw)
+	}
+	own := r.body["id"].(string)
+	_, other := tb.submit(t, "att-2")
+	if r := tb.attach(t, integ, own, upload{"receipt.txt", "Paid on 3 March."}); r.status != http.StatusCreated {
+		t.Fatalf("own inquiry = %d %s", r.status, r.raw)
+	}
+	if r := tb.attach(t, integ, other, upload{"receipt.txt", "Paid on 3 March."}); r.status != http.StatusNotFound {
+		t.Fatalf("another's inquiry = %d %s", r.status, r.raw)
+	}
+	if got := tb.attachments(t, other); len(got) != 0 {
+		t.Fatalf("stored on another's inquiry: %v", got)
+	}
+	att := tb.attachments(t, own)[0].(map[string]any)["id"].(string)
+	if r := tb.do(t, "GET", "/v1/inquiries/"+own+"/attachments/"+att, integ, nil, ""); r.status != http.StatusForbidden {
+		t.Fatalf("integration download = %d", r.status)
+	}
+}
+
+// TestAttachmentHTMLCannotRunInBrowser: a file full of markup that sniffs as plain text (so it is
+// accepted) is served so that Chromium, opening its URL with an operator's token, neither renders
+// it as HTML nor runs its script: the script's beacon is never requested.
+func TestAttachmentHTMLCannotRunInBrowser(t *testing.T) {
+	t.Parallel()
+	ctx := browser(t)
+	tb := setup(t)
+	var hits atomic.Int32
+	beacon := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hits.Add(1) }))
+	t.Cleanup(beacon.Close)
+	_, id := tb.submit(t, "html-1")
+	page := "Notes from the call\n<html><body><img src=\"" + beacon.URL + "/img\"><script>fetch('" + beacon.URL + "/script');document.title='ran'</script></body></html>"
+	r := tb.attach(t, tb.op, id, upload{"page.html", page})
+	if r.status != http.StatusCreated {
+		t.Fatalf("upload = %d %s", r.status, r.raw)
+	}
+	att := r.body["items"].([]any)[0].(map[string]any)
+	if att["content_type"] != "text/plain; charset=utf-8" {
+		t.Fatalf("sniffed as %v", att["content_type"])
+	}
+	url := tb.srv.URL + "/v1/inquiries/" + id + "/attachments/" + att["id"].(string)
+	// The tab opens the download with the operator's token (network is enabled on every tab).
+	if _, err := chromedp.Call(ctx, network.SetExtraHTTPHeaders, network.SetExtraHTTPHeadersParams{Headers: network.Headers{"Authorization": "Bearer " + tb.op}}); err != nil {
+		t.Fatal(err)
+	}
+	_ = chromedp.Do(ctx, chromedp.Navigate(url)) // a download aborts the navigation
+	title, err := chromedp.Run(ctx, chromedp.Title())
+	if err != nil {
+		t.Fatal(err)
+	}
+	contentType, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.contentType`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	loc, err := chromedp.Run(ctx, chromedp.Location())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Either the download left the tab where it was, or the tab shows the file as plain text.
+	if title == "ran" || (loc == url && contentType == "text/html") {
+		t.Fatalf("the attachment ran as a page: at %q, title %q, content type %q", loc, title, contentType)
+	}
+	// A page of the beacon's origin loads after anything the attachment could have requested.
+	if err := chromedp.Do(ctx, chromedp.Navigate(beacon.URL+"/after")); err != nil {
+		t.Fatal(err)
+	}
+	if n := hits.Load(); n != 1 {
+		t.Fatalf("the beacon was requested %d times; only the final page should have been", n)
+	}
+}

@@ -1,0 +1,243 @@
+package commands
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"path"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/casebook/casebook/domain"
+	"github.com/casebook/casebook/internal/sqldb"
+)
+
+// Attachments stores files attached to inquiries in the database of the backend (a SQLite BLOB, a
+// Postgres BYTEA), so a backup of the database holds them. They are stored in plaintext: the
+// per-inquiry data keys of erasure do not exist yet. Attachments are records beside the log, not
+// events; an inquiry's files are listed from this table.
+type Attachments struct {
+	db  *sqldb.DB
+	now func() time.Time
+}
+
+var attachmentMigrations = []sqldb.Migration{{Version: 1, SQL: `
+CREATE TABLE IF NOT EXISTS inquiry_attachments (
+	tenant_id    TEXT    NOT NULL,
+	inquiry_id   TEXT    NOT NULL,
+	id           TEXT    NOT NULL,
+	name         TEXT    NOT NULL,
+	content_type TEXT    NOT NULL,
+	size         BIGINT  NOT NULL,
+	sha256       TEXT    NOT NULL,
+	added_by     TEXT    NOT NULL,
+	created_at   BIGINT  NOT NULL,
+	data         BLOB    NOT NULL,
+	PRIMARY KEY (tenant_id, inquiry_id, id)
+);
+CREATE INDEX IF NOT EXISTS inquiry_attachments_tenant ON inquiry_attachments (tenant_id)`, Postgres: `
+CREATE TABLE IF NOT EXISTS inquiry_attachments (
+	tenant_id    TEXT    NOT NULL,
+	inquiry_id   TEXT    NOT NULL,
+	id           TEXT    NOT NULL,
+	name         TEXT    NOT NULL,
+	content_type TEXT    NOT NULL,
+	size         BIGINT  NOT NULL,
+	sha256       TEXT    NOT NULL,
+	added_by     TEXT    NOT NULL,
+	created_at   BIGINT  NOT NULL,
+	data         BYTEA   NOT NULL,
+	PRIMARY KEY (tenant_id, inquiry_id, id)
+);
+CREATE INDEX IF NOT EXISTS inquiry_attachments_tenant ON inquiry_attachments (tenant_id)`}}
+
+// NewAttachments migrates the attachments table and returns the store.
+func NewAttachments(ctx context.Context, db *sqldb.DB, now func() time.Time) (*Attachments, error) {
+	if err := sqldb.Migrate(ctx, db, "attachments", attachmentMigrations); err != nil {
+		return nil, err
+	}
+	if now == nil {
+		now = time.Now
+	}
+	return &Attachments{db: db, now: now}, nil
+}
+
+// AttachmentLimits bound attachments; zero fields take the defaults.
+type AttachmentLimits struct {
+	MaxFileBytes   int64 // per file (default 10 MB)
+	MaxFiles       int   // per inquiry (default 10)
+	MaxTenantBytes int64 // all attachments of a tenant (default 5 GB)
+}
+
+// WithDefaults fills zero limits.
+func (l AttachmentLimits) WithDefaults() AttachmentLimits {
+	if l.MaxFileBytes <= 0 {
+		l.MaxFileBytes = 10 << 20
+	}
+	if l.MaxFiles <= 0 {
+		l.MaxFiles = 10
+	}
+	if l.MaxTenantBytes <= 0 {
+		l.MaxTenantBytes = 5 << 30
+	}
+	return l
+}
+
+// ErrAttachmentQuota: the tenant's attachments would exceed MaxTenantBytes.
+var ErrAttachmentQuota = errors.New("the tenant's attachment storage is full")
+
+// Attachment describes a stored file (without its bytes).
+type Attachment struct {
+	ID          string    `json:"id"`
+	Name        string    `json:"name"`
+	ContentType string    `json:"content_type"`
+	Size        int64     `json:"size"`
+	SHA256      string    `json:"sha256"`
+	CreatedAt   time.Time `json:"created_at"`
+}
+
+// NewFile is a file to attach: its normalized name, sniffed type and bytes.
+type NewFile struct {
+	Name, ContentType string
+	Data              []byte
+}
+
+// Add stores files on an inquiry of tenant, all or none: more than MaxFiles on the inquiry is a
+// validation error (422), more than MaxTenantBytes for the tenant ErrAttachmentQuota. The caller
+// has checked that the inquiry exists and that actor may attach to it.
+func (a *Attachments) Add(ctx context.Context, tenant domain.TenantID, inquiry domain.InquiryID, actor domain.PrincipalID, files []NewFile, lim AttachmentLimits) ([]Attachment, error) {
+	lim = lim.WithDefaults()
+	var added int64
+	for _, f := range files {
+		added += int64(len(f.Data))
+	}
+	now := a.now().UTC()
+	var out []Attachment
+	err := sqldb.InTx(ctx, a.db, func(tx *sql.Tx) error {
+		if a.db.Dialect == sqldb.Postgres {
+			// One writer per tenant at a time, so concurrent uploads cannot pass the limits together.
+			if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(hashtext('attachments:' || $1))`, string(tenant)); err != nil {
+				return err
+			}
+		}
+		var n int
+		if err := tx.QueryRowContext(ctx, a.db.Rebind(`SELECT count(*) FROM inquiry_attachments WHERE tenant_id = ? AND inquiry_id = ?`),
+			tenant, inquiry).Scan(&n); err != nil {
+			return err
+		}
+		if n+len(files) > lim.MaxFiles {
+			return domain.Invalid("file", "an inquiry has at most %d attachments (%d already)", lim.MaxFiles, n)
+		}
+		var used sql.NullInt64
+		if err := tx.QueryRowContext(ctx, a.db.Rebind(`SELECT sum(size) FROM inquiry_attachments WHERE tenant_id = ?`), tenant).Scan(&used); err != nil {
+			return err
+		}
+		if used.Int64+added > lim.MaxTenantBytes {
+			return ErrAttachmentQuota
+		}
+		for i, f := range files {
+			sum := sha256.Sum256(f.Data)
+			var rnd [10]byte
+			_, _ = rand.Read(rnd[:])
+			at := Attachment{ID: "att_" + hex.EncodeToString(rnd[:]), Name: f.Name, ContentType: f.ContentType,
+				Size: int64(len(f.Data)), SHA256: hex.EncodeToString(sum[:]), CreatedAt: now.Add(time.Duration(i))} // keeps the request's order
+			if _, err := tx.ExecContext(ctx, a.db.Rebind(`INSERT INTO inquiry_attachments
+				(tenant_id, inquiry_id, id, name, content_type, size, sha256, added_by, created_at, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
+				tenant, inquiry, at.ID, at.Name, at.ContentType, at.Size, at.SHA256, actor, at.CreatedAt.UnixNano(), f.Data); err != nil {
+				return err
+			}
+			out = append(out, at)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// List describes an inquiry's attachments, oldest first.
+func (a *Attachments) List(ctx context.Context, tenant domain.TenantID, inquiry domain.InquiryID) ([]Attachment, error) {
+	rows, err := a.db.QueryContext(ctx, a.db.Rebind(`SELECT id, name, content_type, size, sha256, created_at FROM inquiry_attachments
+		WHERE tenant_id = ? AND inquiry_id = ? ORDER BY created_at, id`), tenant, inquiry)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = rows.Close() }()
+	out := []Attachment{}
+	for rows.Next() {
+		var at Attachment
+		var created int64
+		if err := rows.Scan(&at.ID, &at.Name, &at.ContentType, &at.Size, &at.SHA256, &created); err != nil {
+			return nil, err
+		}
+		at.CreatedAt = time.Unix(0, created).UTC()
+		out = append(out, at)
+	}
+	return out, rows.Err()
+}
+
+// Get returns one attachment with its bytes; another tenant's or inquiry's is domain.ErrNotFound.
+func (a *Attachments) Get(ctx context.Context, tenant domain.TenantID, inquiry domain.InquiryID, id string) (Attachment, []byte, error) {
+	var at Attachment
+	var created int64
+	var data []byte
+	err := a.db.QueryRowContext(ctx, a.db.Rebind(`SELECT id, name, content_type, size, sha256, created_at, data FROM inquiry_attachments
+		WHERE tenant_id = ? AND inquiry_id = ? AND id = ?`), tenant, inquiry, id).
+		Scan(&at.ID, &at.Name, &at.ContentType, &at.Size, &at.SHA256, &created, &data)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Attachment{}, nil, fmt.Errorf("attachment: %w", domain.ErrNotFound)
+	}
+	at.CreatedAt = time.Unix(0, created).UTC()
+	return at, data, err
+}
+
+// MaxAttachmentName bounds a file name, in characters.
+const MaxAttachmentName = 200
+
+// AttachmentName normalizes a client's file name: the last path element only (either slash),
+// NFC, control, format and bidi characters removed, characters that mean something to file
+// systems or headers (" * / : < > ? \ |) replaced by _, white space collapsed, no leading dots,
+// at most MaxAttachmentName characters (the extension kept). Empty is "attachment".
+func AttachmentName(name string) string {
+	name = strings.ReplaceAll(name, `\`, "/")
+	if name = path.Base("/" + name); name == "/" {
+		name = ""
+	}
+	name = Normalize(name, false)
+	name = strings.Map(func(r rune) rune {
+		switch {
+		case strings.ContainsRune(`"*/:<>?\|`, r):
+			return '_'
+		case unicode.IsSpace(r):
+			return ' '
+		}
+		return r
+	}, name)
+	name = strings.TrimLeft(strings.Join(strings.Fields(name), " "), ". ")
+	if utf8.RuneCountInString(name) > MaxAttachmentName {
+		ext := path.Ext(name)
+		if utf8.RuneCountInString(ext) > 16 {
+			ext = ""
+		}
+		name = cutRunes(strings.TrimSuffix(name, ext), MaxAttachmentName-utf8.RuneCountInString(ext)) + ext
+	}
+	if name == "" {
+		return "attachment"
+	}
+	return name
+}
+
+func cutRunes(s string, n int) string {
+	i := 0
+	for j := range s {
+		if i == n {
+			return s[:j]
+		}
+		i++
+	}
+	return s
+}
