@@ -18,4 +18,9 @@
 //   - Working set: only non-terminal inquiries get rows. A terminal row is updated, then deleted
 //     (not archived: the API cannot archive) by a job scheduled at the terminal transition's time +
 //     the List's remove-after delay, which re-checks canonical state and the marker first.
+//     Removals are never held back by the List's capacity circuit (Plan.Frees).
+//   - Reconciler (reconcile.go, sweep.go): Slack Lists emit no events, so a periodic, budgeted
+//     sweep pages the active and the archived rows, classifies every row and desired inquiry
+//     (Outcomes) and acts: adopt, update, recreate only after a confirmed absence, delete only
+//     verified rows, quarantine forged or copied markers. An incomplete run confirms nothing.
 package lists

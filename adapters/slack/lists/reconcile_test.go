@@ -666,3 +666,60 @@ func TestRowHealthShowsStaleRow(t *testing.T) {
 		}
 	})
 }
+
+// TestRemovalsNotBlockedByCapacityCircuit: over_row_maximum opens the List's capacity circuit,
+// which holds back creates and updates for an operator; a resolved inquiry's removal job and the
+// sweep's deletes still run, since they are what frees the List.
+func TestRemovalsNotBlockedByCapacityCircuit(t *testing.T) {
+	t.Parallel()
+	eachBackend(t, func(t *testing.T, b *bundle) {
+		b.activate(t)
+		a := b.intake(t, "a")
+		b.intake(t, "b")
+		b.project(t)
+		noErrors(t, b.work(t))
+		if err := b.fake.SetRowCap(b.list.ID, 3); err != nil {
+			t.Fatal(err)
+		}
+		orig := b.rowOf(t, a)[0]
+		var cells []fakeslack.CellInput
+		for col, c := range orig.Cells {
+			cells = append(cells, fakeslack.CellInput{ColumnID: col, Kind: c.Kind, Value: c.Value})
+		}
+		dup, err := b.fake.AddRow(b.list.ID, "U0PERSON001", cells...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.intake(t, "c")
+		b.project(t)
+		for _, err := range b.work(t) {
+			if err == nil {
+				t.Fatal("a create past the cap did not fail")
+			}
+		}
+		if st, _ := b.app.Lists.Store.Statuses(t.Context(), b.tenant); !st[0].CircuitOpen || st[0].CircuitReason != "over_row_maximum" {
+			t.Fatalf("status = %+v", st[0])
+		}
+		rep := b.reconcile(t)
+		if rep.Stopped != "" || rep.Actions[lists.ActDelete] != 1 {
+			t.Fatalf("sweep under the capacity circuit = %+v", rep)
+		}
+		if _, ok := b.fake.Row(b.list.ID, dup); ok {
+			t.Fatal("the duplicate stays")
+		}
+		b.resolve(t, a)
+		b.project(t)
+		b.work(t) // the resolved status's update waits for the operator
+		b.clock.Advance(time.Hour)
+		rm := b.jobs(t, lists.RemoveArgs{}.Kind())
+		if len(rm) != 1 {
+			t.Fatalf("%d removal jobs", len(rm))
+		}
+		if err := b.workRemove(t.Context(), t, rm[0]); err != nil {
+			t.Fatalf("removal under the capacity circuit = %v", err)
+		}
+		if len(b.rowOf(t, a)) != 0 {
+			t.Fatal("the resolved row stays")
+		}
+	})
+}

@@ -141,6 +141,9 @@ func (k syncKind) Plan(ctx context.Context, a SyncArgs) (*slackeffects.Plan, err
 		}
 		return w.create(ctx, api, c, q, st, r)
 	})
+	if err == nil && r.RowID != "" && !scoped {
+		p.Frees = true // the out-of-scope delete frees room
+	}
 	if err != nil || r.RowID == "" || !scoped {
 		return p, err
 	}
@@ -301,9 +304,13 @@ func (k removeKind) Plan(ctx context.Context, a RemoveArgs) (*slackeffects.Plan,
 	if r.RowID == "" {
 		return nil, nil
 	}
-	return w.plan(ctx, c, a.Inquiry, func(ctx context.Context, api *slack.Client) error {
+	p, err := w.plan(ctx, c, a.Inquiry, func(ctx context.Context, api *slack.Client) error {
 		return w.deleteRow(ctx, api, c, q, st, r, string(q.Status))
 	})
+	if p != nil {
+		p.Frees = true // never blocked by the List's capacity circuit
+	}
+	return p, err
 }
 
 // findByMarker pages items.list (active rows) for a row whose marker cell satisfies ours.

@@ -57,6 +57,9 @@ type Plan struct {
 	Do func(ctx context.Context, api *slack.Client) error
 	// Refine, when set, may reclassify a failure (a List confirms schema drift, else quarantines).
 	Refine func(ctx context.Context, f Failure) Failure
+	// Frees marks a removal (a List row's delete): it frees room, so the destination's capacity
+	// circuit does not hold it back; cooldowns and every other circuit still do.
+	Frees bool
 }
 
 // Snooze makes a job run again after d without spending an attempt.
@@ -267,7 +270,7 @@ func (r *Runtime) execute(ctx context.Context, kind string, plan func(context.Co
 	if wait := r.Timing.debounce(r.Now(), p.Changed, p.Pending); wait > 0 {
 		return Snooze(wait)
 	}
-	wait, err := r.Guard.admit(ctx, p.Target, r.Timing.ProbeEvery)
+	wait, err := r.Guard.admit(ctx, p.Target, r.Timing.ProbeEvery, p.Frees)
 	if err != nil {
 		return err
 	}

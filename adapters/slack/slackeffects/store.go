@@ -94,7 +94,7 @@ type Guard struct {
 
 // admit returns how long a job for t must wait. When an open circuit's probe is due, one caller
 // claims it (compare-and-swap) and may proceed; a manual circuit waits for an operator.
-func (g *Guard) admit(ctx context.Context, t Target, probeEvery time.Duration) (time.Duration, error) {
+func (g *Guard) admit(ctx context.Context, t Target, probeEvery time.Duration, frees bool) (time.Duration, error) {
 	hs, err := g.rows(ctx, t)
 	if err != nil {
 		return 0, err
@@ -107,6 +107,8 @@ func (g *Guard) admit(ctx context.Context, t Target, probeEvery time.Duration) (
 		}
 		switch {
 		case r.open == 0:
+		case frees && codes[r.reason] == ClassCapacity:
+			// A removal frees room: a full destination never holds it back.
 		case r.manual == 1:
 			wait = max(wait, probeEvery)
 		case now < r.probeAt:
@@ -126,14 +128,14 @@ func (g *Guard) admit(ctx context.Context, t Target, probeEvery time.Duration) (
 }
 
 type healthRow struct {
-	key               string
+	key, reason       string
 	cooldown, probeAt int64
 	open, manual      int
 }
 
 // rows reads the destination's and the installation's health rows of t.
 func (g *Guard) rows(ctx context.Context, t Target) ([]healthRow, error) {
-	rows, err := g.DB.QueryContext(ctx, g.DB.Rebind(`SELECT channel_key, cooldown_until, circuit_open, circuit_manual, next_probe_at
+	rows, err := g.DB.QueryContext(ctx, g.DB.Rebind(`SELECT channel_key, cooldown_until, circuit_open, circuit_manual, next_probe_at, circuit_reason
 		FROM slack_destination_health WHERE tenant_id = ? AND channel_key IN (?, ?) ORDER BY channel_key`), t.Tenant, t.scope(), installationScope(t.Installation))
 	if err != nil {
 		return nil, err
@@ -142,7 +144,7 @@ func (g *Guard) rows(ctx context.Context, t Target) ([]healthRow, error) {
 	var hs []healthRow
 	for rows.Next() {
 		var r healthRow
-		if err := rows.Scan(&r.key, &r.cooldown, &r.open, &r.manual, &r.probeAt); err != nil {
+		if err := rows.Scan(&r.key, &r.cooldown, &r.open, &r.manual, &r.probeAt, &r.reason); err != nil {
 			return nil, err
 		}
 		hs = append(hs, r)
