@@ -21,6 +21,7 @@ import (
 	"github.com/casebook/casebook/adapters/httpapi"
 	"github.com/casebook/casebook/adapters/slack/callbacks"
 	"github.com/casebook/casebook/adapters/slack/lists"
+	"github.com/casebook/casebook/adapters/slack/reminders"
 	"github.com/casebook/casebook/adapters/slack/slackeffects"
 	"github.com/casebook/casebook/adapters/slack/slackinstall"
 	"github.com/casebook/casebook/adapters/slack/threads"
@@ -109,6 +110,8 @@ type App struct {
 	SlackOAuth *slackinstall.OAuth
 	Effects    *slackeffects.Runtime
 	Threads    *threads.Worker
+	// Reminders is the Slack side of due jobs: reminder replies and escalation posts.
+	Reminders *reminders.Service
 	// Callbacks serves Slack's interactions and events (wired in slackcallbacks.go).
 	Callbacks *callbacks.Handler
 	// Lists is the Slack List projection (disabled per List until activated).
@@ -295,10 +298,14 @@ func (a *App) wireSlack(ctx context.Context, secret []byte, qm *projections.Runn
 		return err
 	}
 	a.wireListReconciler()
+	due, err := a.wireSlackDue(rt, st)
+	if err != nil {
+		return err
+	}
 	if err := rt.Open(); err != nil {
 		return err
 	}
-	ps := append([]projections.Projection{&threads.Intents{Effects: rt, Install: st}}, a.Lists.Projections...)
+	ps := append(append([]projections.Projection{&threads.Intents{Effects: rt, Install: st}}, a.Lists.Projections...), due...)
 	a.Runners = []*projections.Runner{qm}
 	for _, p := range ps {
 		r := &projections.Runner{Store: a.Store, DB: a.projDB, Projection: p, Logger: a.Config.Logger, Now: a.Config.Now, Owner: a.owner, LeaseTTL: a.Config.LeaseTTL}

@@ -1,6 +1,6 @@
 // Package fakeslack is a stateful fake of the Slack Web API methods Casebook
 // uses: auth.test, chat.postMessage, chat.update, chat.delete,
-// conversations.history, slackLists.create and slackLists.items.create,
+// conversations.history, conversations.replies, slackLists.create and slackLists.items.create,
 // .update, .delete, .info and .list. Other methods answer unknown_method.
 //
 // It encodes our reading of Slack's behaviour, from Slack's method reference,

@@ -330,6 +330,8 @@ func lookupMethod(name string) (methodSpec, bool) {
 		return methodSpec{fn: (*Server).chatGetPermalink}, true
 	case "conversations.history":
 		return methodSpec{scope: ScopeChannelsHistory, fn: (*Server).conversationsHistory}, true
+	case "conversations.replies":
+		return methodSpec{scope: ScopeChannelsHistory, fn: (*Server).conversationsReplies}, true
 	case "slackLists.create":
 		return methodSpec{scope: ScopeListsWrite, fn: (*Server).listsCreate}, true
 	case "slackLists.items.create":

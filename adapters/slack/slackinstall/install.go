@@ -112,7 +112,10 @@ func Migrate(ctx context.Context, db *sqldb.DB) error {
 	if err := sqldb.Migrate(ctx, db, "slackproj", migrations); err != nil {
 		return err
 	}
-	return sqldb.Migrate(ctx, db, "slackproj-links", linkMigrations)
+	if err := sqldb.Migrate(ctx, db, "slackproj-links", linkMigrations); err != nil {
+		return err
+	}
+	return sqldb.Migrate(ctx, db, "slack-escalation", escalationMigrations)
 }
 
 func (s *Store) httpClient() *http.Client {

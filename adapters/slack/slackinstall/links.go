@@ -159,3 +159,34 @@ func (s *Store) InstallationKeys(ctx context.Context, tenant domain.TenantID) ([
 	}
 	return keys, rows.Err()
 }
+
+// SlackUsersOf maps principals of tenant to the Slack user linked to each in the installation
+// with key (the newest link when a principal has several). Principals without a link are absent:
+// a message names them without a mention.
+func (s *Store) SlackUsersOf(ctx context.Context, tenant domain.TenantID, key string, principals []domain.PrincipalID) (map[domain.PrincipalID]string, error) {
+	out := map[domain.PrincipalID]string{}
+	if len(principals) == 0 {
+		return out, nil
+	}
+	want := map[domain.PrincipalID]bool{}
+	for _, p := range principals {
+		want[p] = true
+	}
+	rows, err := s.DB.QueryContext(ctx, s.DB.Rebind(`SELECT principal_id, slack_user_id FROM slack_user_links
+		WHERE install_key = ? AND tenant_id = ? ORDER BY linked_at, slack_user_id`), key, tenant)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var p domain.PrincipalID
+		var u string
+		if err := rows.Scan(&p, &u); err != nil {
+			return nil, err
+		}
+		if want[p] {
+			out[p] = u // later links win
+		}
+	}
+	return out, rows.Err()
+}

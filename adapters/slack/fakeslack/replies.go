@@ -1,0 +1,73 @@
+package fakeslack
+
+import (
+	"encoding/base64"
+	"strings"
+)
+
+// CodeThreadNotFound is conversations.replies' answer for a ts that names no message.
+const CodeThreadNotFound = "thread_not_found"
+
+const repliesCursorPrefix = "after_ts:"
+
+// conversationsReplies follows Slack's conversations.replies reference: the parent message first,
+// then its replies oldest first, limit per page (default and ceiling as for history: our reading,
+// Slack's docs name 1000 as the maximum), a next_cursor while more remain, and metadata only with
+// include_all_metadata. A ts that is a reply returns that reply's thread (Slack answers with the
+// thread the message belongs to); an unknown ts is thread_not_found.
+func (s *Server) conversationsReplies(req *request) (any, *apiError) {
+	c, ok := s.channelLocked(req.channel)
+	if !ok {
+		return nil, errCode(CodeChannelNotFound)
+	}
+	ts := req.p.str("ts")
+	if ts == "" {
+		return nil, errCode(CodeInvalidArguments)
+	}
+	m, _ := c.find(ts)
+	if m == nil {
+		return nil, errCode(CodeThreadNotFound)
+	}
+	if m.isReply() {
+		if m, _ = c.find(m.threadTS); m == nil {
+			return nil, errCode(CodeThreadNotFound)
+		}
+	}
+	limit, ok := req.p.integer("limit", 100)
+	if !ok {
+		return nil, errCode(CodeInvalidArguments)
+	}
+	if limit <= 0 {
+		limit = 100
+	}
+	limit = min(limit, historyMaxLimit)
+	thread := append([]*message{m}, c.replies(m.ts)...)
+	if cur := req.p.str("cursor"); cur != "" {
+		raw, err := base64.StdEncoding.DecodeString(cur)
+		after, found := strings.CutPrefix(string(raw), repliesCursorPrefix)
+		at, valid := parseTS(after)
+		if err != nil || !found || !valid {
+			return nil, errCode(CodeInvalidCursor)
+		}
+		i := 0
+		for i < len(thread) {
+			if t, _ := parseTS(thread[i].ts); t > at {
+				break
+			}
+			i++
+		}
+		thread = thread[i:]
+	}
+	hasMore := len(thread) > limit
+	next := ""
+	if hasMore {
+		thread = thread[:limit]
+		next = base64.StdEncoding.EncodeToString([]byte(repliesCursorPrefix + thread[limit-1].ts))
+	}
+	withMD := req.p.boolean("include_all_metadata")
+	msgs := make([]wireMessage, 0, len(thread))
+	for _, x := range thread {
+		msgs = append(msgs, s.wireLocked(c, x, withMD))
+	}
+	return map[string]any{"ok": true, "messages": msgs, "has_more": hasMore, "response_metadata": map[string]any{"next_cursor": next}}, nil
+}

@@ -1,0 +1,104 @@
+package reminders
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/casebook/casebook/adapters/slack/slackeffects"
+	"github.com/casebook/casebook/adapters/slack/slackinstall"
+	"github.com/casebook/casebook/domain"
+	"github.com/casebook/casebook/eventstore"
+	"github.com/casebook/casebook/internal/sqldb"
+	"github.com/casebook/casebook/projections"
+)
+
+// IntentsName is the subscriber's name.
+const IntentsName = "slackdueintents"
+
+// IntentsVersion changes whenever the emitted jobs change.
+const IntentsVersion = 1
+
+// Intents is the slackdueintents subscriber: for each FollowUpDue, SLAWarning and SLABreached it
+// queues a reminder reply job (tenants with a thread destination), for each InquiryEscalated an
+// escalation post job (tenants with an escalation destination), in its checkpoint's transaction.
+// Batch.Emit records the effect key first, so a redelivery never inserts twice and a rebuild
+// (Batch.Replaying) inserts nothing. It has no tables of its own.
+type Intents struct {
+	Effects *slackeffects.Runtime
+	Install *slackinstall.Store
+}
+
+var _ projections.Projection = (*Intents)(nil)
+
+// Name implements projections.Projection.
+func (*Intents) Name() string { return IntentsName }
+
+// Version implements projections.Projection.
+func (*Intents) Version() int { return IntentsVersion }
+
+// Tables implements projections.Projection.
+func (*Intents) Tables() []string { return nil }
+
+// Setup implements projections.Projection.
+func (*Intents) Setup(context.Context, *sqldb.DB, projections.Generation) error { return nil }
+
+// Apply implements projections.Projection.
+func (p *Intents) Apply(ctx context.Context, b *projections.Batch) error {
+	if b.Replaying {
+		return nil // a rebuild never emits: the live generation did
+	}
+	for _, e := range b.Events {
+		var args slackeffects.Args
+		var what string
+		switch e.Type {
+		case "FollowUpDue", "SLAWarning", "SLABreached":
+			what = "reminder"
+		case "InquiryEscalated":
+			what = "escalation"
+		default:
+			continue
+		}
+		if !strings.HasPrefix(e.StreamID, "inquiry-") {
+			continue
+		}
+		var m domain.Metadata
+		if err := json.Unmarshal(e.Metadata, &m); err != nil {
+			return fmt.Errorf("%s: metadata: %w", e.StreamID, err)
+		}
+		id, ok := eventstore.StreamInquiry("inquiry", e.StreamID, m.TenantID)
+		if !ok {
+			return fmt.Errorf("%s: stream does not belong to tenant %q", e.StreamID, m.TenantID)
+		}
+		v := e.Revision + 1
+		var has bool
+		var err error
+		if what == "reminder" {
+			has, err = p.Install.HasDestination(ctx, b.Tx, m.TenantID)
+			args = ReminderArgs{Tenant: m.TenantID, Inquiry: id, Version: v}
+		} else {
+			has, err = p.Install.HasEscalationDestination(ctx, b.Tx, m.TenantID)
+			args = EscalationArgs{Tenant: m.TenantID, Inquiry: id, Version: v}
+		}
+		if err != nil {
+			return err
+		}
+		if !has {
+			continue // no destination: no job, zero I/O
+		}
+		fresh, err := b.Emit(ctx, IntentsName, projections.Effect{
+			Key: fmt.Sprintf("slack/%s/%s/%s/%d", what, m.TenantID, id, v), Kind: args.Kind(), Tenant: string(m.TenantID),
+		})
+		if err != nil {
+			return err
+		}
+		if fresh {
+			if err := p.Effects.InsertTx(ctx, b.Tx, args, time.Time{}); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}

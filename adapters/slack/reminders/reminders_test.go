@@ -1,0 +1,301 @@
+package reminders_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/casebook/casebook/adapters/slack/fakeslack"
+	"github.com/casebook/casebook/adapters/slack/reminders"
+	"github.com/casebook/casebook/adapters/slack/slackeffects"
+	"github.com/casebook/casebook/adapters/slack/threads"
+	"github.com/casebook/casebook/app"
+	"github.com/casebook/casebook/app/apptest"
+	"github.com/casebook/casebook/commands"
+	"github.com/casebook/casebook/domain"
+)
+
+// followUpFired takes an inquiry in, posts its thread, lets Olga claim it with Bob and Carl as
+// watchers, sets a follow-up in an hour with a note, and ticks past it: the FollowUpDue is in the
+// log and its reminder job queued (not yet worked).
+func followUpFired(t *testing.T, b *bundle, key string) domain.InquiryID {
+	t.Helper()
+	ctx := t.Context()
+	id := apptest.Intake(t, b.app, b.tenant, key)
+	noErrors(t, b.sync(t))
+	if _, err := b.app.Commands.Claim(ctx, commands.Claim{Target: b.target(id, b.olga)}); err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []domain.Principal{b.bob, b.carl} {
+		if _, err := b.app.Commands.AddWatcher(ctx, commands.AddWatcher{Target: b.target(id, b.olga), Principal: w.ID}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := b.app.Commands.ScheduleFollowUp(ctx, commands.ScheduleFollowUp{Target: b.target(id, b.olga), In: time.Hour, Note: "call Ada back"}); err != nil {
+		t.Fatal(err)
+	}
+	noErrors(t, b.sync(t))
+	b.clock.Advance(61 * time.Minute)
+	b.tick(t)
+	return id
+}
+
+// TestReminderReplyMentionsLinkedRecipients: a fired follow-up becomes one reply in the inquiry's
+// thread that mentions the linked Slack users of its recipients (who set it, the owner, the
+// watchers) and names no principal id; the unlinked watcher is counted, not named, in an internal
+// channel; running the job again posts nothing. On SQLite and Postgres.
+func TestReminderReplyMentionsLinkedRecipients(t *testing.T) {
+	t.Parallel()
+	apptest.EachBackend(t, func(t *testing.T, cfg app.Config) {
+		b := setup(t, cfg, "internal")
+		id := followUpFired(t, b, "k1")
+		noErrors(t, b.sync(t))
+		reps := b.reminderReplies(t, id)
+		if len(reps) != 1 {
+			t.Fatalf("%d reminder replies, want 1: %+v", len(reps), b.root(t, id).Replies)
+		}
+		got := raw(t, reps[0])
+		for _, want := range []string{"Follow-up due", "<@" + olgaSlack + ">", "<@" + bobSlack + ">", "1 without a linked Slack account"} {
+			if !strings.Contains(got, want) {
+				t.Errorf("reply lacks %q: %s", want, got)
+			}
+		}
+		for _, never := range []string{string(b.olga.ID), string(b.bob.ID), string(b.carl.ID), "Carl Unlinked", "call Ada back", "Ada Lovelace"} {
+			if strings.Contains(got, never) {
+				t.Errorf("internal channel got %q: %s", never, got)
+			}
+		}
+		if reps[0].Metadata == nil || reps[0].Metadata.EventType != slackeffects.MetadataEventType {
+			t.Errorf("reply not marked with its effect key: %+v", reps[0].Metadata)
+		}
+		// At least once: the job runs again (a redelivery) and finds its reply recorded.
+		for _, j := range apptest.Jobs(t, b.app.Effects.Client(), reminders.ReminderArgs{}.Kind()) {
+			if err := b.app.Effects.WorkJob(t.Context(), j); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if n := len(b.reminderReplies(t, id)); n != 1 {
+			t.Fatalf("%d reminder replies after the job ran again, want 1", n)
+		}
+	})
+}
+
+// TestReminderRedactedForClearance: who is named, and the follow-up's note, follow the thread
+// destination's clearance: a public channel mentions nobody and shows no note; an internal one
+// mentions linked users only; a personal one also names the unlinked watcher and shows the note.
+func TestReminderRedactedForClearance(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		clearance  string
+		want, deny []string
+	}{
+		{"public", []string{"Follow-up due"}, []string{"<@", "Carl Unlinked", "call Ada back", "without a linked"}},
+		{"internal", []string{"<@" + olgaSlack + ">", "1 without a linked Slack account"}, []string{"Carl Unlinked", "call Ada back"}},
+		{"personal", []string{"<@" + olgaSlack + ">", "<@" + bobSlack + ">", "Carl Unlinked", "call Ada back"}, []string{"without a linked"}},
+	} {
+		t.Run(tc.clearance, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t, apptest.Backends[0].Config(t), tc.clearance)
+			id := followUpFired(t, b, "k1")
+			noErrors(t, b.sync(t))
+			reps := b.reminderReplies(t, id)
+			if len(reps) != 1 {
+				t.Fatalf("%d reminder replies, want 1", len(reps))
+			}
+			got := raw(t, reps[0])
+			for _, w := range tc.want {
+				if !strings.Contains(got, w) {
+					t.Errorf("lacks %q: %s", w, got)
+				}
+			}
+			for _, d := range tc.deny {
+				if strings.Contains(got, d) {
+					t.Errorf("shows %q: %s", d, got)
+				}
+			}
+		})
+	}
+}
+
+// TestReminderOnceWhenReplyOutcomeUnknown: the reply's post is applied by Slack but the
+// connection drops, so its outcome is unknown. The retry looks the reply up in the thread
+// (conversations.replies) by its effect key and adopts it: one reply, one post. On SQLite and
+// Postgres.
+func TestReminderOnceWhenReplyOutcomeUnknown(t *testing.T) {
+	t.Parallel()
+	apptest.EachBackend(t, func(t *testing.T, cfg app.Config) {
+		b := setup(t, cfg, "internal")
+		id := followUpFired(t, b, "k1")
+		noErrors(t, b.work(t, threads.SyncArgs{}.Kind())) // the thread's own update reply first
+		posts := b.fake.CallCount("chat.postMessage")
+		b.fake.FailNext("chat.postMessage", fakeslack.DropAfterApply())
+		errs := b.sync(t)
+		if len(errs) != 1 || errs[0] == nil {
+			t.Fatalf("dropped post: errors %v, want one", errs)
+		}
+		j := apptest.Jobs(t, b.app.Effects.Client(), reminders.ReminderArgs{}.Kind())[0]
+		if err := b.app.Effects.WorkJob(t.Context(), j); err == nil {
+			t.Fatal("a retry while the first attempt may be in flight did not wait")
+		}
+		b.clock.Advance(2 * time.Minute) // past the in-flight guard: the retry reconciles
+		if err := b.app.Effects.WorkJob(t.Context(), j); err != nil {
+			t.Fatal(err)
+		}
+		if n := len(b.reminderReplies(t, id)); n != 1 {
+			t.Fatalf("%d reminder replies, want 1", n)
+		}
+		if n := b.fake.CallCount("chat.postMessage") - posts; n != 1 {
+			t.Fatalf("%d posts for one reminder, want 1", n)
+		}
+		if b.fake.CallCount("conversations.replies") == 0 {
+			t.Fatal("no lookup before the retry")
+		}
+	})
+}
+
+// TestNoReminderAfterResolution: a reminder whose inquiry is resolved after it fired and before
+// its reply was sent makes no Slack call.
+func TestNoReminderAfterResolution(t *testing.T) {
+	t.Parallel()
+	b := setup(t, apptest.Backends[0].Config(t), "internal")
+	id := followUpFired(t, b, "k1")
+	apptest.Transition(t, b.app, b.olga, id, domain.StatusResolved, "")
+	noErrors(t, b.sync(t))
+	if n := len(b.reminderReplies(t, id)); n != 0 {
+		t.Fatalf("%d reminders after resolution", n)
+	}
+	if n := len(apptest.Jobs(t, b.app.Effects.Client(), reminders.ReminderArgs{}.Kind())); n != 1 {
+		t.Fatalf("%d reminder jobs, want the one that found nothing to do", n)
+	}
+}
+
+const policy = `{"time_zone":"UTC","targets":{"normal":{"first_response":"1h","resolution":"4h"}},"warning_at":0.5}`
+
+// slaBreached sets the SLA policy, takes an inquiry in, posts its thread and ticks through the
+// first-response warning, breach and escalation.
+func slaBreached(t *testing.T, b *bundle) domain.InquiryID {
+	t.Helper()
+	if _, _, err := b.app.Commands.SetSLAPolicy(t.Context(), commands.SetSLAPolicy{Tenant: b.tenant, Actor: b.admin, Policy: []byte(policy)}); err != nil {
+		t.Fatal(err)
+	}
+	id := apptest.Intake(t, b.app, b.tenant, "k1")
+	if _, err := b.app.Commands.AddWatcher(t.Context(), commands.AddWatcher{Target: b.target(id, b.olga), Principal: b.bob.ID}); err != nil {
+		t.Fatal(err)
+	}
+	noErrors(t, b.sync(t))
+	b.clock.Advance(31 * time.Minute)
+	b.tick(t) // warning
+	noErrors(t, b.sync(t))
+	b.clock.Advance(30 * time.Minute)
+	b.tick(t) // breach
+	b.tick(t) // escalation, due at the breach
+	noErrors(t, b.sync(t))
+	return id
+}
+
+// TestEscalationPostRedactedForClearance: an SLA warning and a breach are replies in the thread
+// mentioning the watchers; the escalation is one post in the tenant's escalation destination,
+// rendered for its clearance (public: receipt, priority, link; no owner, team, escalation detail
+// or requester data); the job run again posts nothing. On SQLite and Postgres.
+func TestEscalationPostRedactedForClearance(t *testing.T) {
+	t.Parallel()
+	apptest.EachBackend(t, func(t *testing.T, cfg app.Config) {
+		b := setup(t, cfg, "internal")
+		b.escalateTo(t, "public")
+		id := slaBreached(t, b)
+		reps := b.reminderReplies(t, id)
+		if len(reps) != 2 || !strings.HasPrefix(reps[0].Text, "SLA warning") || !strings.HasPrefix(reps[1].Text, "SLA breached") {
+			t.Fatalf("replies = %s", raw(t, reps))
+		}
+		if !strings.Contains(reps[1].Text, "<@"+bobSlack+">") {
+			t.Fatalf("breach reply does not mention the watcher: %s", reps[1].Text)
+		}
+		posts := b.fake.Messages(escChannel)
+		if len(posts) != 1 {
+			t.Fatalf("%d escalation posts, want 1", len(posts))
+		}
+		got := raw(t, posts[0])
+		q, err := b.app.Commands.Load(t.Context(), b.tenant, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, want := range []string{"Escalated: inquiry " + q.Receipt, "https://casebook.example/inquiries/r/"} {
+			if !strings.Contains(got, want) {
+				t.Errorf("escalation post lacks %q: %s", want, got)
+			}
+		}
+		for _, never := range []string{"Ada Lovelace", "ada@example.com", "Invoice", string(id), "level 1", "Team", "<@"} {
+			if strings.Contains(got, never) {
+				t.Errorf("public escalation post shows %q: %s", never, got)
+			}
+		}
+		for _, j := range apptest.Jobs(t, b.app.Effects.Client(), reminders.EscalationArgs{}.Kind()) {
+			if err := b.app.Effects.WorkJob(t.Context(), j); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if n := len(b.fake.Messages(escChannel)); n != 1 {
+			t.Fatalf("%d escalation posts after the job ran again", n)
+		}
+	})
+}
+
+// TestEscalationPostOnceWhenOutcomeUnknown: an escalation post whose outcome is unknown (the
+// caller gave up while Slack applied it) is looked up in the channel's history before a retry
+// posts, and adopted.
+func TestEscalationPostOnceWhenOutcomeUnknown(t *testing.T) {
+	t.Parallel()
+	b := setup(t, apptest.Backends[0].Config(t), "internal")
+	b.escalateTo(t, "internal")
+	b.fake.AddRule(fakeslack.Rule{Method: "chat.postMessage", Channel: escChannel, Fault: fakeslack.TimeoutAfterApply(0), Times: 1})
+	if _, _, err := b.app.Commands.SetSLAPolicy(t.Context(), commands.SetSLAPolicy{Tenant: b.tenant, Actor: b.admin, Policy: []byte(policy)}); err != nil {
+		t.Fatal(err)
+	}
+	apptest.Intake(t, b.app, b.tenant, "k1")
+	noErrors(t, b.sync(t))
+	b.clock.Advance(61 * time.Minute)
+	b.tick(t) // breach (the warning's time passed with it: it fires first)
+	b.tick(t)
+	b.tick(t)
+	apptest.CatchUp(t, b.app)
+	jobs := apptest.Jobs(t, b.app.Effects.Client(), reminders.EscalationArgs{}.Kind())
+	if len(jobs) != 1 {
+		t.Fatalf("%d escalation jobs", len(jobs))
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	go func() {
+		_ = b.fake.WaitHung(ctx, 1)
+		cancel() // the caller gives up: result unknown
+	}()
+	if err := b.app.Effects.WorkJob(ctx, jobs[0]); err == nil {
+		t.Fatal("a timed-out post reported success")
+	}
+	b.clock.Advance(2 * time.Minute)
+	if err := b.app.Effects.WorkJob(t.Context(), jobs[0]); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(b.fake.Messages(escChannel)); n != 1 {
+		t.Fatalf("%d escalation posts, want 1", n)
+	}
+	if b.fake.CallCount("conversations.history") == 0 {
+		t.Fatal("no lookup before the retry")
+	}
+}
+
+// TestNoEscalationDestinationNoJob: without an escalation destination an escalation queues no job
+// and calls no Slack method; the thread still gets its SLA replies.
+func TestNoEscalationDestinationNoJob(t *testing.T) {
+	t.Parallel()
+	b := setup(t, apptest.Backends[0].Config(t), "internal")
+	id := slaBreached(t, b)
+	if n := len(apptest.Jobs(t, b.app.Effects.Client(), reminders.EscalationArgs{}.Kind())); n != 0 {
+		t.Fatalf("%d escalation jobs without a destination", n)
+	}
+	if n := len(b.fake.Messages(escChannel)); n != 0 {
+		t.Fatalf("%d posts in the escalation channel", n)
+	}
+	if n := len(b.reminderReplies(t, id)); n != 2 {
+		t.Fatalf("%d SLA replies, want 2", n)
+	}
+}
