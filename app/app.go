@@ -361,7 +361,7 @@ func (a *App) handlers() (api, metrics http.Handler) {
 		SlackOAuth:     slackOAuth{a.SlackOAuth},
 		SlackCallbacks: a.Callbacks,
 		Console:        a.Console, Now: a.Config.Now,
-		Due: dueAPI{a}, Portal: portalAPI{a},
+		Due: dueAPI{a}, Portal: portalAPI{a}, SlackEscalation: slackEscalation{a},
 		Attachments: a.Attachments, AttachmentLimits: a.Config.Attachments, Load: a.Commands.Load,
 	}
 	if !a.separateMetrics() {

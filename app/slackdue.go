@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 
+	"github.com/casebook/casebook/adapters/httpapi"
 	"github.com/casebook/casebook/adapters/slack/reminders"
 	"github.com/casebook/casebook/adapters/slack/slackeffects"
 	"github.com/casebook/casebook/adapters/slack/slackinstall"
@@ -23,4 +24,45 @@ func (a *App) wireSlackDue(rt *slackeffects.Runtime, st *slackinstall.Store) ([]
 		return nil, err
 	}
 	return []projections.Projection{&reminders.Intents{Effects: rt, Install: st}}, nil
+}
+
+// slackEscalation serves the tenant's escalation destination to the admin API; the acting
+// principal is recorded with every change.
+type slackEscalation struct{ a *App }
+
+var _ httpapi.SlackEscalation = slackEscalation{}
+
+// escalationView is the escalation destination as the API shows it.
+type escalationView struct {
+	Channel        string `json:"channel"`
+	Clearance      string `json:"clearance"`
+	InstallationID string `json:"installation_id"`
+}
+
+func (s slackEscalation) EscalationDestination(ctx context.Context, tenant domain.TenantID) (any, error) {
+	d, err := s.a.Slack.EscalationDestination(ctx, tenant)
+	if err != nil {
+		return nil, err
+	}
+	return escalationView{d.Channel, d.ClearanceStr, d.Installation.ID}, nil
+}
+
+func (s slackEscalation) SetEscalationDestination(ctx context.Context, actor domain.Principal, channel, clearance string) (any, error) {
+	if err := domain.Authorize(actor, domain.ActAdminister); err != nil {
+		return nil, err
+	}
+	d, err := s.a.Slack.SetEscalationDestination(ctx, slackinstall.EscalationRequest{Tenant: actor.TenantID, Channel: channel,
+		Clearance: clearance, By: string(actor.ID)})
+	if err != nil {
+		return nil, err
+	}
+	return escalationView{d.Channel, d.ClearanceStr, d.Installation.ID}, nil
+}
+
+func (s slackEscalation) ClearEscalationDestination(ctx context.Context, actor domain.Principal) error {
+	if err := domain.Authorize(actor, domain.ActAdminister); err != nil {
+		return err
+	}
+	_, err := s.a.Slack.SetEscalationDestination(ctx, slackinstall.EscalationRequest{Tenant: actor.TenantID, By: string(actor.ID), Clear: true})
+	return err
 }

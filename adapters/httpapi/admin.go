@@ -28,6 +28,7 @@ func (s *Server) adminRoutes(r *mux.Router) {
 	a.HandleFunc("/projections/{name}/parked/retry", s.retryParked(false)).Methods(http.MethodPost)
 	a.HandleFunc("/projections/{name}/parked/skip", s.retryParked(true)).Methods(http.MethodPost)
 	s.slackAdminRoutes(a)
+	s.slackEscalationRoutes(a)
 	s.dueAdminRoutes(a)
 }
 

@@ -75,6 +75,8 @@ type Server struct {
 	Slack Slack
 	// SlackOAuth serves the OAuth v2 install routes; nil or not Enabled answers 404.
 	SlackOAuth SlackOAuth
+	// SlackEscalation serves /v1/admin/slack/escalation; nil answers 404.
+	SlackEscalation SlackEscalation
 	// SlackCallbacks serves /slack/interactions and /slack/events; nil disables them.
 	SlackCallbacks SlackCallbacks
 	// Console serves /console/… and /inquiries/r/{receipt}; nil disables them.

@@ -68,8 +68,9 @@ commands:
   bench [--intakes N] [--concurrency C] [--rate N/s] [--keep]
                                              intake vs a same-process baseline, CPU per subscriber,
                                              acknowledged-to-visible latency, command throughput
-  slack manifest|install|destination|link-user
-                                             the app manifest; install the bot; choose channels; link Slack users
+  slack manifest|install|destination|link-user|escalation
+                                             the app manifest; install the bot; choose channels (threads,
+                                             escalation posts); link Slack users
   effects list|retry|cancel|circuits|circuit-close
                                              Slack effect jobs and destination circuits
   lists activate|deactivate|check|circuit-close|status|reconcile|working-set

@@ -23,7 +23,8 @@ const slackUsage = `usage:
   casebook slack manifest --public-url https://… [--name N] [--lists]
   casebook slack install --tenant S --token xoxb-… --signing-secret X [--app-id A] [--slack-api-url U]
   casebook slack destination --tenant S --channel C [--team T] --clearance public|internal|personal
-  casebook slack link-user --tenant S --slack-user U… --principal ID [--installation ID]`
+  casebook slack link-user --tenant S --slack-user U… --principal ID [--installation ID]
+  casebook slack escalation --tenant S (--channel C --clearance public|internal|personal | --clear | --show)`
 
 // slackCmd installs the bot and chooses destinations.
 func slackCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -35,6 +36,9 @@ func slackCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	if args[0] == "manifest" {
 		return slackManifest(ctx, args[1:], stdout, stderr)
+	}
+	if args[0] == "escalation" {
+		return slackEscalation(ctx, args[1:], stdout, stderr)
 	}
 	fs, sf := newFlags("slack "+args[0], stderr)
 	tenant := fs.String("tenant", "", required+"tenant slug")

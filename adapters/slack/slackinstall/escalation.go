@@ -9,6 +9,7 @@ import (
 	"github.com/casebook/casebook/domain"
 	"github.com/casebook/casebook/eventstore"
 	"github.com/casebook/casebook/internal/sqldb"
+	"github.com/casebook/casebook/tenancy"
 )
 
 // A tenant's escalation destination: the channel where InquiryEscalated is posted (a new
@@ -86,7 +87,7 @@ func (s *Store) SetEscalationDestination(ctx context.Context, r EscalationReques
 		ev.InstallationID, ev.Channel, ev.Clearance = in.ID, r.Channel, r.Clearance
 	}
 	_, err := AppendEvent(ctx, s.Events, InstallationStream(r.Tenant), eventstore.Any(), r.Tenant, r.By,
-		fmt.Sprintf("slack-escalation:%s:%d", r.By, s.Now().UnixNano()), s.Now(), "SlackEscalationDestinationSet", ev)
+		"slack-escalation:"+tenancy.NewID(), s.Now(), "SlackEscalationDestinationSet", ev)
 	return d, err
 }
 
