@@ -86,6 +86,10 @@ type Handler struct {
 	Queue             int
 	AckBudget         time.Duration
 
+	// Policy reads the tenant's SLA policy, whose time zone "tomorrow 9:00" in the Remind me modal
+	// is in (none, or nil: UTC).
+	Policy func(ctx context.Context, tenant domain.TenantID) (*domain.SLAPolicy, error)
+
 	once   sync.Once
 	mu     sync.Mutex
 	jobs   chan func()
@@ -315,7 +319,7 @@ func (h *Handler) Interactions(w http.ResponseWriter, r *http.Request) {
 	}
 	if it.Type == "block_actions" {
 		switch it.ActionID {
-		case ActionAssign, ActionNote, ActionCancel:
+		case ActionAssign, ActionNote, ActionCancel, ActionRemind:
 			h.openModal(w, r, in, it)
 			return
 		}
@@ -430,6 +434,8 @@ func (h *Handler) command(ctx context.Context, in slackinstall.Installation, it 
 			_, err := c.AddNote(ctx, commands.AddNote{Target: t, Body: body})
 			return "Note added.", err
 		}, InputNote, nil
+	case ModalRemind:
+		return h.remind(ctx, in, it)
 	case ModalCancel:
 		reason := it.Inputs[InputReason]
 		return func(ctx context.Context, t commands.Target) (string, error) {
@@ -543,7 +549,7 @@ func (h *Handler) lastActor(ctx context.Context, tenant domain.TenantID, id doma
 func (h *Handler) answer(w http.ResponseWriter, r *http.Request, it Interaction, field, text string) {
 	if it.Type == "view_submission" {
 		if field == "" {
-			field = map[string]string{ModalAssign: InputOwner, ModalNote: InputNote, ModalCancel: InputReason}[it.ActionID]
+			field = map[string]string{ModalAssign: InputOwner, ModalNote: InputNote, ModalCancel: InputReason, ModalRemind: InputWhen}[it.ActionID]
 		}
 		writeJSON(w, map[string]any{"response_action": "errors", "errors": map[string]string{field: text}})
 		return
@@ -588,10 +594,13 @@ func (h *Handler) respond(ctx context.Context, reqID, url, text string) {
 // openModal opens the modal of an assign, note or cancel button on the pool (the trigger id is
 // valid for 3 s); the modal carries the root message's channel and ts.
 func (h *Handler) openModal(w http.ResponseWriter, r *http.Request, in slackinstall.Installation, it Interaction) {
-	v := Modal(it.ActionID, it.Channel, it.RootTS)
 	reqID := requestID(w)
 	ctx := context.WithoutCancel(r.Context())
 	if !h.submit(func() {
+		v := Modal(it.ActionID, it.Channel, it.RootTS)
+		if it.ActionID == ActionRemind {
+			v = RemindModal(it.Channel, it.RootTS, h.zone(ctx, in.Tenant))
+		}
 		cctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 		defer cancel()
 		if _, err := h.Store.Client(in).OpenViewContext(cctx, it.TriggerID, v); err != nil {

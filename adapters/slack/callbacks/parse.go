@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/url"
+	"strconv"
 	"strings"
 
 	"github.com/casebook/casebook/adapters/slack/slackinstall"
@@ -19,6 +20,7 @@ const (
 	ActionAssign   = slackinstall.ActionAssign // opens ModalAssign
 	ActionNote     = slackinstall.ActionNote   // opens ModalNote
 	ActionCancel   = slackinstall.ActionCancel // opens ModalCancel
+	ActionRemind   = slackinstall.ActionRemind // opens ModalRemind (remind.go)
 )
 
 // Modal callback ids and their input action ids. A modal's private_metadata is
@@ -70,10 +72,13 @@ type inputValue struct {
 	SelectedOption *struct {
 		Value string `json:"value"`
 	} `json:"selected_option"`
+	SelectedDateTime *int64 `json:"selected_date_time"` // datetimepicker: Unix seconds
 }
 
 func (v inputValue) get() string {
 	switch {
+	case v.SelectedDateTime != nil:
+		return strconv.FormatInt(*v.SelectedDateTime, 10)
 	case v.SelectedUser != "":
 		return v.SelectedUser
 	case v.SelectedOption != nil:

@@ -12,6 +12,7 @@ const (
 	ActionAssign   = "casebook_assign" // opens the assign modal
 	ActionNote     = "casebook_note"   // opens the note modal
 	ActionCancel   = "casebook_cancel" // opens the cancel modal
+	ActionRemind   = "casebook_remind" // opens the "Remind me" modal (a follow-up)
 )
 
 // ShortcutCreateInquiry is the callback id of the message shortcut "Create inquiry": handled by

@@ -19,6 +19,7 @@ const (
 	ActionAssign   = slackinstall.ActionAssign
 	ActionNote     = slackinstall.ActionNote
 	ActionCancel   = slackinstall.ActionCancel
+	ActionRemind   = slackinstall.ActionRemind
 )
 
 // maxFieldText bounds one free-text field other than the message (after escaping), so that a
@@ -168,7 +169,7 @@ func actions(q *domain.Inquiry, clearance domain.Classification) []slack.BlockEl
 	}
 	els = append(els, button(ActionNote, "Add note"))
 	if open {
-		els = append(els, button(ActionAssign, "Assign…"), button(ActionCancel, "Cancel…").WithStyle(slack.StyleDanger))
+		els = append(els, button(ActionRemind, "Remind me"), button(ActionAssign, "Assign…"), button(ActionCancel, "Cancel…").WithStyle(slack.StyleDanger))
 	}
 	return els
 }
