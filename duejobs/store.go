@@ -570,3 +570,118 @@ func (s *Store) Health(ctx context.Context, grace time.Duration) (Health, error)
 		now-grace.Nanoseconds(), now, RepeatedFailureAttempts).Scan(&h.OverdueUnclaimed, &h.ExpiredClaims, &h.RepeatedFailures, &h.Dead, &h.Pending)
 	return h, err
 }
+
+// scheduleChunk bounds the rows of one multi-row statement (17 parameters a row).
+const scheduleChunk = 200
+
+// ScheduleMany is Schedule for many jobs: multi-row inserts of scheduleChunk rows in tx, each row
+// unchanged when its id exists. A projection batch writes its jobs with it.
+func ScheduleMany(ctx context.Context, db *sqldb.DB, tx Execer, jobs []Job, now time.Time) error {
+	for i := 0; i < len(jobs); i += scheduleChunk {
+		part := jobs[i:min(i+scheduleChunk, len(jobs))]
+		args := make([]any, 0, 16*len(part))
+		for _, j := range part {
+			if j.MaxAttempts == 0 {
+				j.MaxAttempts = DefaultMaxAttempts
+			}
+			args = append(args, j.ID, j.Tenant, j.Inquiry, j.Kind, j.Target, j.DueAt.UnixNano(), j.TimeZone, j.PayloadClass, j.RecipientPolicy,
+				int64(j.Generation), j.Level, j.DueAt.UnixNano(), j.DueAt.UnixNano(), j.MaxAttempts, now.UnixNano(), now.UnixNano())
+		}
+		row := "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?, ?)"
+		values := strings.TrimSuffix(strings.Repeat(row+", ", len(part)), ", ")
+		if _, err := tx.ExecContext(ctx, db.Rebind(`INSERT INTO due_jobs (id, tenant_id, inquiry_id, kind, target, due_at, time_zone,
+			payload_class, recipient_policy, generation, level, state, ready_at, next_attempt_at, max_attempts, created_at, updated_at)
+			VALUES `+values+` ON CONFLICT (id) DO NOTHING`), args...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// InquiryKey names one inquiry of one tenant.
+type InquiryKey struct {
+	Tenant  domain.TenantID
+	Inquiry domain.InquiryID
+}
+
+// PendingJob is what a scheduler needs of a pending job to decide whether it still stands.
+type PendingJob struct {
+	ID         string
+	Kind       string
+	Generation uint64
+}
+
+// Querier is a transaction or handle to read through.
+type Querier interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
+
+// PendingOf returns the pending jobs of the given inquiries, read in tx with one query per 500
+// inquiries (the due_jobs_inquiry index).
+func PendingOf(ctx context.Context, db *sqldb.DB, tx Querier, keys []InquiryKey) (map[InquiryKey][]PendingJob, error) {
+	out := map[InquiryKey][]PendingJob{}
+	want := map[InquiryKey]bool{}
+	for _, k := range keys {
+		want[k] = true
+	}
+	const chunk = 500
+	for i := 0; i < len(keys); i += chunk {
+		part := keys[i:min(i+chunk, len(keys))]
+		tenants := map[domain.TenantID]bool{}
+		var args []any
+		for _, k := range part {
+			if !tenants[k.Tenant] {
+				tenants[k.Tenant] = true
+				args = append(args, k.Tenant)
+			}
+		}
+		nt := len(args)
+		for _, k := range part {
+			args = append(args, k.Inquiry)
+		}
+		marks := func(n int) string { return strings.TrimSuffix(strings.Repeat("?, ", n), ", ") }
+		err := func() error {
+			rows, err := tx.QueryContext(ctx, db.Rebind(`SELECT tenant_id, inquiry_id, id, kind, generation FROM due_jobs
+				WHERE tenant_id IN (`+marks(nt)+`) AND inquiry_id IN (`+marks(len(part))+`) AND state = 'pending'`), args...)
+			if err != nil {
+				return err
+			}
+			defer rows.Close()
+			for rows.Next() {
+				var k InquiryKey
+				var p PendingJob
+				var gen int64
+				if err := rows.Scan(&k.Tenant, &k.Inquiry, &p.ID, &p.Kind, &gen); err != nil {
+					return err
+				}
+				p.Generation = uint64(gen)
+				if want[k] { // the cross product of the two IN lists may name another tenant's inquiry
+					out[k] = append(out[k], p)
+				}
+			}
+			return rows.Err()
+		}()
+		if err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// CancelIDs cancels the pending jobs among ids with outcome as the reason, in tx; jobs no longer
+// pending (claimed meanwhile: their worker finds the inquiry moved on) are left alone.
+func CancelIDs(ctx context.Context, db *sqldb.DB, tx Execer, ids []string, outcome string, now time.Time) error {
+	const chunk = 500
+	for i := 0; i < len(ids); i += chunk {
+		part := ids[i:min(i+chunk, len(ids))]
+		args := []any{outcome, now.UnixNano()}
+		for _, id := range part {
+			args = append(args, id)
+		}
+		if _, err := tx.ExecContext(ctx, db.Rebind(`UPDATE due_jobs SET state = 'cancelled', ready_at = NULL, next_attempt_at = NULL,
+			outcome = ?, updated_at = ? WHERE state = 'pending' AND id IN (`+strings.TrimSuffix(strings.Repeat("?, ", len(part)), ", ")+`)`), args...); err != nil {
+			return err
+		}
+	}
+	return nil
+}

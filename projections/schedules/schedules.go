@@ -20,6 +20,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -107,12 +109,26 @@ type clock struct {
 	escalate map[string]time.Time
 	// jobsTouched is set by events that schedule or end follow-ups.
 	jobsTouched bool
+	// stored: the clock was read from the table (an inquiry received in this batch has none, and
+	// no pending jobs to cancel).
+	stored bool
 }
 
-// Apply implements projections.Projection.
+// Apply implements projections.Projection. It writes in bulk: the stored clocks of the batch's
+// inquiries are read with one query per chunk (an inquiry received in this batch has none and is
+// not looked up), the clocks are upserted and the jobs inserted with multi-row statements, and
+// the pending jobs whose reason has gone are found with one query per chunk and cancelled with
+// one statement per chunk.
 func (p *Projection) Apply(ctx context.Context, b *projections.Batch) error {
-	policies := map[domain.TenantID]string{}
-	clocks := map[key]*clock{}
+	type item struct {
+		k      key
+		ev     domain.Event
+		m      domain.Metadata
+		rev    uint64
+		policy bool
+	}
+	items := make([]item, 0, len(b.Events))
+	fresh := map[key]bool{} // the inquiry's first event in the batch is its InquiryReceived
 	var order []key
 	for _, e := range b.Events {
 		isPolicy := strings.HasPrefix(e.StreamID, "slapolicy-")
@@ -128,15 +144,10 @@ func (p *Projection) Apply(ctx context.Context, b *projections.Batch) error {
 			return err
 		}
 		if isPolicy {
-			set, ok := ev.(domain.SLAPolicySet)
-			if !ok || e.StreamID != commands.SLAPolicyStream(m.TenantID) {
+			if _, ok := ev.(domain.SLAPolicySet); !ok || e.StreamID != commands.SLAPolicyStream(m.TenantID) {
 				return fmt.Errorf("%s: %s does not belong to tenant %q", e.StreamID, e.Type, m.TenantID)
 			}
-			if err := b.Exec(ctx, `INSERT INTO `+b.Gen.Table("sla_policies")+` (tenant_id, policy) VALUES (?, ?)
-				ON CONFLICT (tenant_id) DO UPDATE SET policy = excluded.policy`, m.TenantID, string(set.Policy)); err != nil {
-				return err
-			}
-			policies[m.TenantID] = string(set.Policy)
+			items = append(items, item{ev: ev, m: m, policy: true})
 			continue
 		}
 		id, ok := eventstore.StreamInquiry("inquiry", e.StreamID, m.TenantID)
@@ -144,53 +155,122 @@ func (p *Projection) Apply(ctx context.Context, b *projections.Batch) error {
 			return fmt.Errorf("%s: stream does not belong to tenant %q", e.StreamID, m.TenantID)
 		}
 		k := key{m.TenantID, id}
-		c, ok := clocks[k]
-		if !ok {
-			if c, err = load(ctx, b, k); err != nil {
-				return err
-			}
-			clocks[k] = c
+		if _, seen := fresh[k]; !seen {
+			_, received := ev.(domain.InquiryReceived)
+			fresh[k] = received
 			order = append(order, k)
 		}
-		if e.Revision+1 <= c.q.Version {
+		items = append(items, item{k: k, ev: ev, m: m, rev: e.Revision})
+	}
+	clocks, err := loadAll(ctx, b, order, fresh)
+	if err != nil {
+		return err
+	}
+	policies := map[domain.TenantID]string{}
+	for _, it := range items {
+		if it.policy {
+			pol := string(it.ev.(domain.SLAPolicySet).Policy)
+			if err := b.Exec(ctx, `INSERT INTO `+b.Gen.Table("sla_policies")+` (tenant_id, policy) VALUES (?, ?)
+				ON CONFLICT (tenant_id) DO UPDATE SET policy = excluded.policy`, it.m.TenantID, pol); err != nil {
+				return err
+			}
+			policies[it.m.TenantID] = pol
+			continue
+		}
+		c := clocks[it.k]
+		if it.rev+1 <= c.q.Version {
 			continue // applied before
 		}
-		if _, received := ev.(domain.InquiryReceived); received {
-			pol, ok := policies[k.tenant]
+		if _, received := it.ev.(domain.InquiryReceived); received {
+			pol, ok := policies[it.k.tenant]
 			if !ok {
-				if pol, err = currentPolicy(ctx, b, k.tenant); err != nil {
+				if pol, err = currentPolicy(ctx, b, it.k.tenant); err != nil {
 					return err
 				}
-				policies[k.tenant] = pol
+				policies[it.k.tenant] = pol
 			}
 			c.policy = pol
 		} else if !c.q.Exists() {
-			return fmt.Errorf("%s: event for an inquiry that was never received", e.StreamID)
+			return fmt.Errorf("inquiry %s: event for an inquiry that was never received", it.k.id)
 		}
-		c.q.Apply(ev, m.OccurredAt)
+		c.q.Apply(it.ev, it.m.OccurredAt)
 		c.dirty = true
-		switch ev.(type) {
+		switch it.ev.(type) {
 		case domain.FollowUpScheduled, domain.FollowUpCancelled, domain.FollowUpDue, domain.InquiryStatusChanged:
 			c.jobsTouched = true
 		}
-		if br, ok := ev.(domain.SLABreached); ok {
+		if br, ok := it.ev.(domain.SLABreached); ok {
 			if c.escalate == nil {
 				c.escalate = map[string]time.Time{}
 			}
-			c.escalate[br.Target] = m.OccurredAt
+			c.escalate[br.Target] = it.m.OccurredAt
 		}
 	}
-	for _, k := range order {
-		c := clocks[k]
-		if !c.dirty {
-			continue
-		}
-		if err := p.write(ctx, b, k, c); err != nil {
-			return fmt.Errorf("inquiry %s: %w", k.id, err)
-		}
-	}
-	return nil
+	return p.writeAll(ctx, b, order, clocks, fresh)
 }
+
+// loadAll reads the stored clocks of keys, except those received in this batch (fresh), with one
+// query per chunk; a key without a stored clock gets an empty one.
+func loadAll(ctx context.Context, b *projections.Batch, keys []key, fresh map[key]bool) (map[key]*clock, error) {
+	out := make(map[key]*clock, len(keys))
+	var look []key
+	for _, k := range keys {
+		out[k] = &clock{q: &domain.Inquiry{}}
+		if !fresh[k] {
+			look = append(look, k)
+		}
+	}
+	want := map[key]bool{}
+	for _, k := range look {
+		want[k] = true
+	}
+	const chunk = 500
+	for i := 0; i < len(look); i += chunk {
+		part := look[i:min(i+chunk, len(look))]
+		tenants := map[domain.TenantID]bool{}
+		var args []any
+		for _, k := range part {
+			if !tenants[k.tenant] {
+				tenants[k.tenant] = true
+				args = append(args, k.tenant)
+			}
+		}
+		nt := len(args)
+		for _, k := range part {
+			args = append(args, k.id)
+		}
+		err := func() error {
+			rows, err := b.Query(ctx, `SELECT tenant_id, inquiry_id, state, policy FROM `+b.Gen.Table("sla_clock")+
+				` WHERE tenant_id IN (`+marks(nt)+`) AND inquiry_id IN (`+marks(len(part))+`)`, args...)
+			if err != nil {
+				return err
+			}
+			defer rows.Close()
+			for rows.Next() {
+				var k key
+				var state, pol string
+				if err := rows.Scan(&k.tenant, &k.id, &state, &pol); err != nil {
+					return err
+				}
+				if !want[k] { // the cross product of the two IN lists may name another tenant's inquiry
+					continue
+				}
+				q := &domain.Inquiry{}
+				if err := json.Unmarshal([]byte(state), q); err != nil {
+					return fmt.Errorf("sla clock state: %w", err)
+				}
+				out[k] = &clock{q: q, policy: pol, stored: true}
+			}
+			return rows.Err()
+		}()
+		if err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+func marks(n int) string { return strings.TrimSuffix(strings.Repeat("?, ", n), ", ") }
 
 func currentPolicy(ctx context.Context, b *projections.Batch, tenant domain.TenantID) (string, error) {
 	var pol string
@@ -216,23 +296,6 @@ func snapshot(q *domain.Inquiry) (string, error) {
 	return string(b), err
 }
 
-func load(ctx context.Context, b *projections.Batch, k key) (*clock, error) {
-	var state, pol string
-	err := b.Tx.QueryRowContext(ctx, b.DB.Rebind(`SELECT state, policy FROM `+b.Gen.Table("sla_clock")+` WHERE tenant_id = ? AND inquiry_id = ?`),
-		k.tenant, k.id).Scan(&state, &pol)
-	if errors.Is(err, sql.ErrNoRows) {
-		return &clock{q: &domain.Inquiry{}}, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	q := &domain.Inquiry{}
-	if err := json.Unmarshal([]byte(state), q); err != nil {
-		return nil, fmt.Errorf("sla clock state: %w", err)
-	}
-	return &clock{q: q, policy: pol}, nil
-}
-
 func nullNanos(t time.Time) any {
 	if t.IsZero() {
 		return nil
@@ -240,13 +303,90 @@ func nullNanos(t time.Time) any {
 	return t.UnixNano()
 }
 
-func (p *Projection) write(ctx context.Context, b *projections.Batch, k key, c *clock) error {
+// clockColumns are sla_clock's columns in the order rowArgs gives them.
+const clockColumns = `tenant_id, inquiry_id, version, state, policy, status, priority, team, created_at, first_response_due_at,
+	resolution_due_at, first_responded_at, first_response_secs, resolution_secs, breached, breached_targets, escalation_level,
+	due_at, next_follow_up_at, watchers`
+
+const clockWidth = 20
+
+// pendingCheck is an inquiry whose stored pending jobs must match the jobs its state calls for.
+type pendingCheck struct {
+	k    key
+	q    *domain.Inquiry
+	keep map[string]bool
+}
+
+// writeAll upserts the batch's changed clocks and makes their jobs match their state, in bulk.
+func (p *Projection) writeAll(ctx context.Context, b *projections.Batch, order []key, clocks map[key]*clock, fresh map[key]bool) error {
+	var rows [][]any
+	var jobs []duejobs.Job
+	var checks []pendingCheck
+	for _, k := range order {
+		c := clocks[k]
+		if !c.dirty {
+			continue
+		}
+		args, times, zone, err := rowArgs(k, c)
+		if err != nil {
+			return fmt.Errorf("inquiry %s: %w", k.id, err)
+		}
+		rows = append(rows, args)
+		if b.Replaying || (c.policy == "" && !c.jobsTouched) {
+			continue // a rebuild leaves jobs to the live generation; without a policy only follow-ups make jobs
+		}
+		js := jobsFor(k, c, times, zone)
+		jobs = append(jobs, js...)
+		if c.stored && !fresh[k] {
+			keep := make(map[string]bool, len(js))
+			for _, j := range js {
+				keep[j.ID] = true
+			}
+			checks = append(checks, pendingCheck{k: k, q: c.q, keep: keep})
+		}
+	}
+	if err := upsertClocks(ctx, b, rows); err != nil {
+		return err
+	}
+	if err := duejobs.ScheduleMany(ctx, b.DB, b.Tx, jobs, b.Now); err != nil {
+		return err
+	}
+	return cancelGone(ctx, b, checks)
+}
+
+// upsertClocks writes clock rows with multi-row upserts; a stored clock never moves back to an
+// older version.
+func upsertClocks(ctx context.Context, b *projections.Batch, rows [][]any) error {
+	table := b.Gen.Table("sla_clock")
+	const chunk = 100
+	for i := 0; i < len(rows); i += chunk {
+		part := rows[i:min(i+chunk, len(rows))]
+		args := make([]any, 0, clockWidth*len(part))
+		for _, r := range part {
+			args = append(args, r...)
+		}
+		group := "(" + marks(clockWidth) + ")"
+		if err := b.Exec(ctx, `INSERT INTO `+table+` (`+clockColumns+`) VALUES `+strings.TrimSuffix(strings.Repeat(group+", ", len(part)), ", ")+`
+			ON CONFLICT (tenant_id, inquiry_id) DO UPDATE SET version = excluded.version, state = excluded.state, status = excluded.status,
+			priority = excluded.priority, team = excluded.team, first_response_due_at = excluded.first_response_due_at,
+			resolution_due_at = excluded.resolution_due_at, first_responded_at = excluded.first_responded_at,
+			first_response_secs = excluded.first_response_secs, resolution_secs = excluded.resolution_secs, breached = excluded.breached,
+			breached_targets = excluded.breached_targets, escalation_level = excluded.escalation_level, due_at = excluded.due_at,
+			next_follow_up_at = excluded.next_follow_up_at, watchers = excluded.watchers WHERE `+table+`.version < excluded.version`, args...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// rowArgs computes an inquiry's clock row (clockColumns), its SLA times and their zone.
+func rowArgs(k key, c *clock) ([]any, domain.SLATimes, string, error) {
 	q := c.q
 	var policy *domain.SLAPolicy
 	if c.policy != "" {
 		var err error
 		if policy, err = domain.ParseSLAPolicy([]byte(c.policy)); err != nil {
-			return fmt.Errorf("pinned policy: %w", err)
+			return nil, domain.SLATimes{}, "", fmt.Errorf("pinned policy: %w", err)
 		}
 	}
 	var times domain.SLATimes
@@ -265,33 +405,17 @@ func (p *Projection) write(ctx context.Context, b *projections.Batch, k key, c *
 	}
 	state, err := snapshot(q)
 	if err != nil {
-		return err
+		return nil, domain.SLATimes{}, "", err
 	}
 	watchers, _ := json.Marshal(q.Watchers)
 	if q.Watchers == nil {
 		watchers = []byte("[]")
 	}
 	breached := q.Breached()
-	if err := b.Exec(ctx, `INSERT INTO `+b.Gen.Table("sla_clock")+` (tenant_id, inquiry_id, version, state, policy, status, priority, team,
-		created_at, first_response_due_at, resolution_due_at, first_responded_at, first_response_secs, resolution_secs, breached,
-		breached_targets, escalation_level, due_at, next_follow_up_at, watchers)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-		ON CONFLICT (tenant_id, inquiry_id) DO UPDATE SET version = excluded.version, state = excluded.state, status = excluded.status,
-		priority = excluded.priority, team = excluded.team, first_response_due_at = excluded.first_response_due_at,
-		resolution_due_at = excluded.resolution_due_at, first_responded_at = excluded.first_responded_at,
-		first_response_secs = excluded.first_response_secs, resolution_secs = excluded.resolution_secs, breached = excluded.breached,
-		breached_targets = excluded.breached_targets, escalation_level = excluded.escalation_level, due_at = excluded.due_at,
-		next_follow_up_at = excluded.next_follow_up_at, watchers = excluded.watchers`,
-		k.tenant, k.id, int64(q.Version), state, c.policy, string(q.Status), string(q.Priority), q.Team, q.CreatedAt.UnixNano(),
+	return []any{k.tenant, k.id, int64(q.Version), state, c.policy, string(q.Status), string(q.Priority), q.Team, q.CreatedAt.UnixNano(),
 		nullNanos(times.FirstResponseDueAt), nullNanos(times.ResolutionDueAt), nullNanos(q.FirstRespondedAt), frSecs, resSecs,
 		boolInt(len(breached) > 0), strings.Join(breached, ","), q.EscalationLevel, nullNanos(q.DueAt), nullNanos(q.NextFollowUpAt()),
-		string(watchers)); err != nil {
-		return err
-	}
-	if b.Replaying || (c.policy == "" && !c.jobsTouched) {
-		return nil // a rebuild leaves jobs to the live generation; without a policy only follow-ups make jobs
-	}
-	return scheduleJobs(ctx, b, k, c, times, zone)
+		string(watchers)}, times, zone, nil
 }
 
 func boolInt(v bool) int {
@@ -301,8 +425,8 @@ func boolInt(v bool) int {
 	return 0
 }
 
-// scheduleJobs makes the inquiry's pending jobs match its state.
-func scheduleJobs(ctx context.Context, b *projections.Batch, k key, c *clock, times domain.SLATimes, zone string) error {
+// jobsFor lists the jobs an inquiry's state calls for, under deterministic ids.
+func jobsFor(k key, c *clock, times domain.SLATimes, zone string) []duejobs.Job {
 	q := c.q
 	gen := strconv.FormatUint(q.SLAGeneration, 10)
 	var jobs []duejobs.Job
@@ -323,31 +447,56 @@ func scheduleJobs(ctx context.Context, b *projections.Batch, k key, c *clock, ti
 	sla(domain.KindSLABreach, domain.TargetFirstResponse, times.FirstResponseDueAt)
 	sla(domain.KindSLAWarning, domain.TargetResolution, times.ResolutionWarnAt)
 	sla(domain.KindSLABreach, domain.TargetResolution, times.ResolutionDueAt)
-	for id, f := range q.FollowUps {
-		jobs = append(jobs, duejobs.Job{ID: id, Kind: domain.KindFollowUp, DueAt: f.DueAt, TimeZone: "UTC", PayloadClass: "personal",
+	ids := make([]string, 0, len(q.FollowUps))
+	for id := range q.FollowUps {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids) // a stable statement order
+	for _, id := range ids {
+		jobs = append(jobs, duejobs.Job{ID: id, Kind: domain.KindFollowUp, DueAt: q.FollowUps[id].DueAt, TimeZone: "UTC", PayloadClass: "personal",
 			RecipientPolicy: "owner_watchers", Generation: q.Version})
 	}
-	for target, at := range c.escalate {
+	targets := make([]string, 0, len(c.escalate))
+	for target := range c.escalate {
+		targets = append(targets, target)
+	}
+	sort.Strings(targets)
+	for _, target := range targets {
 		level := q.EscalationLevel + 1
 		jobs = append(jobs, duejobs.Job{ID: duejobs.JobID(string(k.tenant), string(k.id), domain.KindEscalation, target, strconv.Itoa(level)),
-			Kind: domain.KindEscalation, Target: target, DueAt: at, TimeZone: zone, PayloadClass: "internal",
+			Kind: domain.KindEscalation, Target: target, DueAt: c.escalate[target], TimeZone: zone, PayloadClass: "internal",
 			RecipientPolicy: "escalation_destination", Generation: q.SLAGeneration, Level: level})
 	}
-	for _, j := range jobs {
-		j.Tenant, j.Inquiry = k.tenant, k.id
-		if err := duejobs.Schedule(ctx, b.DB, b.Tx, j, b.Now); err != nil {
-			return err
-		}
+	for i := range jobs {
+		jobs[i].Tenant, jobs[i].Inquiry = k.tenant, k.id
 	}
-	return duejobs.CancelPending(ctx, b.DB, b.Tx, k.tenant, k.id, domain.DueKinds, func(id string, _ uint64) bool {
-		for _, j := range jobs {
-			if j.ID == id {
-				return true
+	return jobs
+}
+
+// cancelGone cancels the pending jobs of the checked inquiries that their state no longer calls
+// for (another SLA generation, a cancelled or fired follow-up, a closed inquiry). A pending
+// escalation stays while its inquiry is open: it decides by itself when it runs.
+func cancelGone(ctx context.Context, b *projections.Batch, checks []pendingCheck) error {
+	if len(checks) == 0 {
+		return nil
+	}
+	keys := make([]duejobs.InquiryKey, len(checks))
+	for i, c := range checks {
+		keys[i] = duejobs.InquiryKey{Tenant: c.k.tenant, Inquiry: c.k.id}
+	}
+	pending, err := duejobs.PendingOf(ctx, b.DB, b.Tx, keys)
+	if err != nil {
+		return err
+	}
+	var cancel []string
+	for i, c := range checks {
+		for _, j := range pending[keys[i]] {
+			if slices.Contains(domain.DueKinds, j.Kind) && !c.keep[j.ID] && (c.q.Status.Terminal() || !isEscalation(j.ID, c.k, c.q)) {
+				cancel = append(cancel, j.ID)
 			}
 		}
-		// A pending escalation stays while its inquiry is open (it decides by itself at run time).
-		return !q.Status.Terminal() && isEscalation(id, k, q)
-	}, "superseded", b.Now)
+	}
+	return duejobs.CancelIDs(ctx, b.DB, b.Tx, cancel, "superseded", b.Now)
 }
 
 // isEscalation reports whether id is one of the inquiry's escalation job ids.
