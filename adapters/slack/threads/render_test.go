@@ -113,8 +113,8 @@ func rootActions(t *testing.T, q *domain.Inquiry, clearance domain.Classificatio
 func TestRootActionsFitTheState(t *testing.T) {
 	t.Parallel()
 	const (
-		claim, me, resolve, note, assign, cancel = threads.ActionClaim, threads.ActionAssignMe, threads.ActionResolve,
-			threads.ActionNote, threads.ActionAssign, threads.ActionCancel
+		claim, me, resolve, note, remind, assign, cancel = threads.ActionClaim, threads.ActionAssignMe, threads.ActionResolve,
+			threads.ActionNote, threads.ActionRemind, threads.ActionAssign, threads.ActionCancel
 		status = threads.ActionStatus + "="
 	)
 	tests := []struct {
@@ -123,16 +123,16 @@ func TestRootActionsFitTheState(t *testing.T) {
 		clearance domain.Classification
 		want      []string
 	}{
-		{domain.StatusNew, "", domain.Internal, []string{claim, me, status + "triaged", note, assign, cancel}},
-		{domain.StatusTriaged, "", domain.Internal, []string{claim, me, status + "in_progress", note, assign, cancel}},
-		{domain.StatusInProgress, "p-owner-1", domain.Internal, []string{me, resolve, note, assign, cancel}},
-		{domain.StatusInProgress, "", domain.Personal, []string{claim, me, resolve, note, assign, cancel}},
-		{domain.StatusWaiting, "p-owner-1", domain.Internal, []string{me, resolve, status + "in_progress", note, assign, cancel}},
+		{domain.StatusNew, "", domain.Internal, []string{claim, me, status + "triaged", note, remind, assign, cancel}},
+		{domain.StatusTriaged, "", domain.Internal, []string{claim, me, status + "in_progress", note, remind, assign, cancel}},
+		{domain.StatusInProgress, "p-owner-1", domain.Internal, []string{me, resolve, note, remind, assign, cancel}},
+		{domain.StatusInProgress, "", domain.Personal, []string{claim, me, resolve, note, remind, assign, cancel}},
+		{domain.StatusWaiting, "p-owner-1", domain.Internal, []string{me, resolve, status + "in_progress", note, remind, assign, cancel}},
 		{domain.StatusResolved, "p-owner-1", domain.Internal, []string{status + "in_progress", note}},
 		{domain.StatusCancelled, "p-owner-1", domain.Internal, []string{note}},
 		// public: neither the exact status nor the owner may show through the actions
-		{domain.StatusNew, "", domain.Public, []string{claim, me, resolve, note, assign, cancel}},
-		{domain.StatusWaiting, "p-owner-1", domain.Public, []string{claim, me, resolve, note, assign, cancel}},
+		{domain.StatusNew, "", domain.Public, []string{claim, me, resolve, note, remind, assign, cancel}},
+		{domain.StatusWaiting, "p-owner-1", domain.Public, []string{claim, me, resolve, note, remind, assign, cancel}},
 		{domain.StatusResolved, "p-owner-1", domain.Public, []string{note}},
 		{domain.StatusCancelled, "p-owner-1", domain.Public, []string{note}},
 	}
