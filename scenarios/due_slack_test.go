@@ -172,7 +172,7 @@ func TestDueSlackScenario(t *testing.T) {
 	// Intake: two inquiries; each gets its thread and its SLA jobs.
 	for i, key := range []string{"form-1", "form-2"} {
 		code, _, _ := func() (int, map[string]any, error) {
-			req, _ := http.NewRequestWithContext(ctx, "POST", d.srv.URL+"/v1/public/acme/inquiries",
+			req, _ := http.NewRequestWithContext(ctx, http.MethodPost, d.srv.URL+"/v1/public/acme/inquiries",
 				strings.NewReader(fmt.Sprintf(`{"name":"Ada %d","email":"ada%d@example.com","subject":"Invoice","message":"Charged twice","category":"billing"}`, i, i)))
 			req.Header.Set("Content-Type", "application/json")
 			req.Header.Set("Idempotency-Key", key)

@@ -317,7 +317,7 @@ func TestAuthFailures(t *testing.T) {
 func TestUnknownMethod(t *testing.T) {
 	t.Parallel()
 	b := setup(t, fakeslack.Options{})
-	a := b.postForm(t, "conversations.replies", url.Values{"token": {b.srv.Token()}, "channel": {testChannel}})
+	a := b.postForm(t, "reactions.add", url.Values{"token": {b.srv.Token()}, "channel": {testChannel}})
 	if a.errCode() != fakeslack.CodeUnknownMethod {
 		t.Errorf("answer = %+v", a.body)
 	}
