@@ -100,9 +100,9 @@ type Console struct {
 	// TrustedProxies are the peers whose X-Forwarded-For names the client, as on the public intake.
 	TrustedProxies []netip.Prefix
 
-	positions *seal.AEAD
-	signins   *ratelimit.Keyed
-	addrKey   []byte
+	positions   *seal.AEAD
+	signInLimit *ratelimit.Keyed
+	addrKey     []byte
 
 	once   sync.Once
 	pages  map[string]*template.Template
@@ -163,7 +163,7 @@ func (c *Console) init() {
 		if c.SignInRate == (ratelimit.Rate{}) {
 			c.SignInRate = DefaultSignInRate
 		}
-		c.signins = ratelimit.New(c.SignInRate, c.Now)
+		c.signInLimit = ratelimit.New(c.SignInRate, c.Now)
 		m := hmac.New(sha256.New, secret)
 		m.Write([]byte("casebook/console sign-in client v1"))
 		c.addrKey = m.Sum(nil)
@@ -290,7 +290,7 @@ func (c *Console) signin(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	next := safeNext(r.PostForm.Get("next"))
-	if ok, retry := c.signins.Allow(clientaddr.Key(c.addrKey, clientaddr.Of(r, c.TrustedProxies))); !ok {
+	if ok, retry := c.signInLimit.Allow(clientaddr.Key(c.addrKey, clientaddr.Of(r, c.TrustedProxies))); !ok {
 		secs := max(1, int(math.Ceil(retry.Seconds())))
 		w.Header().Set("Retry-After", strconv.Itoa(secs))
 		c.Logger.WarnContext(r.Context(), "console sign-in rate limited", "request_id", requestID(w), "retry_after_s", secs)

@@ -189,7 +189,7 @@ func (sf *storageFlags) open(ctx context.Context, log *slog.Logger) (*app.App, e
 		log = slog.New(slog.DiscardHandler)
 	}
 	if sf.databaseURL == "" && !sf.creates {
-		if _, err := os.Stat(filepath.Join(sf.dataDir, app.DBFile)); errors.Is(err, os.ErrNotExist) {
+		if _, err := os.Stat(filepath.Join(sf.dataDir, app.DBFile)); errors.Is(err, os.ErrNotExist) { //nolint:gosec // the operator names the data directory
 			return nil, fmt.Errorf("no Casebook data in %s: casebook serve or casebook migrate creates it; "+
 				"pass --data-dir (CASEBOOK_DATA_DIR) to use another directory", sf.dataDir)
 		}
@@ -221,7 +221,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	dueClaimTTL := fs.Duration("due-claim-ttl", ttlDefault, "how long a claim on a due job holds before another ticker may take it over (CASEBOOK_DUE_CLAIM_TTL)")
 	public := publicFlags(fs)
-	signins := consoleFlags(fs)
+	signInLimit := consoleFlags(fs)
 	oauth := slackOAuthFlags(fs)
 	effects := slackEffectFlags(fs)
 	attachments := attachmentFlags(fs)
@@ -240,7 +240,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	cfg.MetricsAddr = *metricsAddr
 	cfg.SlackOAuth = *oauth
 	cfg.DueTick, cfg.DueClaimTTL = *dueTick, *dueClaimTTL
-	if cfg.ConsoleSignInRate, err = signins(); err != nil {
+	if cfg.ConsoleSignInRate, err = signInLimit(); err != nil {
 		return err
 	}
 	if err := effects(&cfg); err != nil {
