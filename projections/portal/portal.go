@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/casebook/casebook/domain"
 	"github.com/casebook/casebook/internal/sqldb"
@@ -38,13 +39,20 @@ CREATE INDEX IF NOT EXISTS portal_inquiries{g}_receipt ON portal_inquiries{g} (t
 // Projection is the portal index subscriber.
 type Projection struct{}
 
-var _ projections.Projection = (*Projection)(nil)
+var (
+	_ projections.Projection = (*Projection)(nil)
+	_ projections.Windowed   = (*Projection)(nil)
+)
 
 // Name implements projections.Projection.
 func (*Projection) Name() string { return Name }
 
 // Version implements projections.Projection.
 func (*Projection) Version() int { return Version }
+
+// BatchWindow implements projections.Windowed: portal reads wait for this index (read your
+// writes), so, like the query model, its batches gather for 5 ms only.
+func (*Projection) BatchWindow() time.Duration { return 5 * time.Millisecond }
 
 // Tables implements projections.Projection.
 func (*Projection) Tables() []string { return []string{"portal_inquiries"} }
