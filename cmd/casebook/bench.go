@@ -18,6 +18,7 @@ import (
 	"path/filepath"
 	"runtime/pprof"
 	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -86,7 +87,8 @@ func bench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			defer drop()
 			sf.databaseURL = u
 		}
-		if baselineDB, err = sqldb.OpenPostgres(ctx, sf.databaseURL); err != nil {
+		// The baseline gets a connection per client (Casebook: its default pool, or the URL's).
+		if baselineDB, err = sqldb.OpenPostgres(ctx, withPoolSize(sf.databaseURL, *conc)); err != nil {
 			return err
 		}
 	default:
@@ -283,6 +285,20 @@ func throwawaySchema(ctx context.Context, dbURL string) (string, func(), error) 
 		}
 		_ = db.Close()
 	}, nil
+}
+
+// withPoolSize sets pool_max_conns in a Postgres URL that does not set it.
+func withPoolSize(dbURL string, n int) string {
+	u, err := url.Parse(dbURL)
+	if err != nil {
+		return dbURL // OpenPostgres reports it
+	}
+	q := u.Query()
+	if q.Get("pool_max_conns") == "" {
+		q.Set("pool_max_conns", strconv.Itoa(n))
+		u.RawQuery = q.Encode()
+	}
+	return u.String()
 }
 
 // newBaseline is the least work a durable intake can do: decode the JSON, insert one row, 202.

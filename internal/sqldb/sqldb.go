@@ -328,8 +328,10 @@ func (c *CopyRows) reader() io.Reader {
 }
 
 // DefaultPostgresConns is how many connections a Postgres handle holds at most when its URL does
-// not set pool_max_conns.
-const DefaultPostgresConns = 32
+// not set pool_max_conns. Sixteen concurrent commits already share the server's WAL flushes; the
+// pool keeps its idle connections, so a larger default mostly holds server slots that other
+// replicas and programs need.
+const DefaultPostgresConns = 16
 
 // OpenPostgres opens a pooled Postgres handle. The URL is a pgx connection string
 // (postgres://user@host:5432/db?sslmode=…; search_path may be set as a parameter, and
