@@ -30,6 +30,7 @@ import (
 	"github.com/casebook/casebook/eventstore"
 	"github.com/casebook/casebook/eventstore/kurrent"
 	"github.com/casebook/casebook/eventstore/postgres"
+	"github.com/casebook/casebook/eventstore/sealed"
 	"github.com/casebook/casebook/eventstore/sqlite"
 	"github.com/casebook/casebook/internal/ratelimit"
 	"github.com/casebook/casebook/internal/sqldb"
@@ -83,6 +84,11 @@ type Config struct {
 	// DueTick is how often an idle ticker looks for due jobs (DefaultDueTick if zero; negative
 	// disables the ticker, for tools and tests that drive ticks themselves).
 	DueTick time.Duration
+	// DataKeys are the master keys that wrap each tenant's inquiry data keys (eventstore/sealed):
+	// the first wraps new keys, the others only unwrap keys from before a rotation. Empty: one
+	// master derived from the instance secret stored in the database (fine for trying Casebook; a
+	// copy of the database then holds what unwraps its keys, so production sets its own).
+	DataKeys [][]byte
 	// DueClaimTTL is how long a ticker's claim on a due job holds before another ticker may take
 	// the job over (one minute if zero).
 	DueClaimTTL time.Duration
@@ -99,6 +105,8 @@ type App struct {
 	Config   Config
 	DB       *sqldb.DB
 	Store    eventstore.Store
+	// Keys holds every inquiry's data key (crypto-shredding); Store seals and opens with it.
+	Keys     *sealed.Keys
 	Tenancy  *tenancy.Store
 	Commands *commands.Handler
 	Audit    *commands.AuditLog
@@ -243,7 +251,11 @@ func (a *App) wire(ctx context.Context) error {
 		return err
 	}
 	a.Tenancy = ten
-	a.Commands = &commands.Handler{Store: a.Store, Principals: ten, Secret: secret, Now: a.Config.Now, NewID: tenancy.NewID}
+	if err := a.wireKeys(ctx, secret); err != nil {
+		return err
+	}
+	a.Commands = &commands.Handler{Store: a.Store, Principals: ten, Secret: secret, Now: a.Config.Now, NewID: tenancy.NewID,
+		Keys: a.Keys}
 	a.Reader = &queries.Reader{DB: a.DB}
 	qm := &projections.Runner{Store: a.Store, DB: a.projDB, Projection: querymodel.New(), Logger: a.Config.Logger, Now: a.Config.Now,
 		Owner: a.owner, LeaseTTL: a.Config.LeaseTTL}

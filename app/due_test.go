@@ -2,6 +2,7 @@ package app_test
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -414,4 +415,59 @@ func TestTwoReplicasTickOnePostgres(t *testing.T) {
 	if len(jobs) != 200 {
 		t.Fatalf("%d distinct follow-ups fired, want 200", len(jobs))
 	}
+}
+
+// TestArchiveCancelsDueJobs: archiving ends the inquiry's pending follow-up (a new generation), and
+// a tick after its due time fires nothing; the archived inquiry leaves the default list and shows
+// with archived=true; unarchiving restores no reminder (the operator schedules anew). SQLite and
+// Postgres.
+func TestArchiveCancelsDueJobs(t *testing.T) {
+	t.Parallel()
+	eachDue(t, func(t *testing.T, d dueBundle) {
+		ctx := t.Context()
+		id := apptest.Intake(t, d.a, d.tenant, "k1")
+		target := commands.Target{Tenant: d.tenant, InquiryID: id, Actor: d.op}
+		fu, err := d.a.Commands.ScheduleFollowUp(ctx, commands.ScheduleFollowUp{Target: target, In: 2 * time.Hour})
+		if err != nil {
+			t.Fatal(err)
+		}
+		apptest.CatchUp(t, d.a)
+		if j, err := d.a.DueJobs.Get(ctx, d.tenant, fu.JobID); err != nil || j.State != duejobs.StatePending {
+			t.Fatalf("job before archive = %+v %v", j, err)
+		}
+		if _, err := d.a.Commands.Archive(ctx, commands.Archive{Target: target, Reason: "answered by phone"}); err != nil {
+			t.Fatal(err)
+		}
+		apptest.CatchUp(t, d.a)
+		if j, err := d.a.DueJobs.Get(ctx, d.tenant, fu.JobID); err != nil || j.State != duejobs.StateCancelled {
+			t.Fatalf("job after archive = %+v %v", j, err)
+		}
+		d.clock.Advance(3 * time.Hour)
+		if res := d.tick(t); res.Claimed != 0 || res.Fired != 0 {
+			t.Fatalf("tick after archive: %+v", res)
+		}
+		list, _, err := d.a.Reader.List(ctx, d.tenant, queries.Filter{})
+		if err != nil || len(list) != 0 {
+			t.Fatalf("default list = %v %v", list, err)
+		}
+		yes := true
+		list, _, err = d.a.Reader.List(ctx, d.tenant, queries.Filter{Archived: &yes})
+		if err != nil || len(list) != 1 || !list[0].Archived {
+			t.Fatalf("archived list = %v %v", list, err)
+		}
+		if _, err := d.a.Commands.AddNote(ctx, commands.AddNote{Target: target, Body: "x"}); !errors.Is(err, domain.ErrArchived) {
+			t.Fatalf("note on archived = %v", err)
+		}
+		if _, err := d.a.Commands.Unarchive(ctx, commands.Unarchive{Target: target}); err != nil {
+			t.Fatal(err)
+		}
+		apptest.CatchUp(t, d.a)
+		if diff := cmp.Diff([]string{"InquiryReceived", "FollowUpScheduled", "InquiryArchived", "InquiryUnarchived"}, d.types(t, id)); diff != "" {
+			t.Fatalf("events: %s", diff)
+		}
+		list, _, err = d.a.Reader.List(ctx, d.tenant, queries.Filter{})
+		if err != nil || len(list) != 1 || list[0].Archived {
+			t.Fatalf("list after unarchive = %v %v", list, err)
+		}
+	})
 }

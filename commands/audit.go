@@ -28,6 +28,10 @@ type Executor interface {
 	AddWatcher(context.Context, AddWatcher) (Result, error)
 	Route(context.Context, Route) (Result, error)
 	SetSLAPolicy(context.Context, SetSLAPolicy) (*domain.SLAPolicy, eventstore.Position, error)
+	Archive(context.Context, Archive) (Result, error)
+	Unarchive(context.Context, Unarchive) (Result, error)
+	Hold(context.Context, Hold) (Result, error)
+	Erase(context.Context, Erase) (Result, error)
 }
 
 var (
@@ -327,4 +331,28 @@ func (l *AuditLog) Entries(ctx context.Context, tenant domain.TenantID, limit in
 	}
 	slices.Reverse(out)
 	return out, nil
+}
+
+// Archive executes and records c.
+func (a *Audited) Archive(ctx context.Context, c Archive) (Result, error) {
+	return a.target(ctx, "archive", c.Target, func(ctx context.Context) (Result, error) { return a.Next.Archive(ctx, c) })
+}
+
+// Unarchive executes and records c.
+func (a *Audited) Unarchive(ctx context.Context, c Unarchive) (Result, error) {
+	return a.target(ctx, "unarchive", c.Target, func(ctx context.Context) (Result, error) { return a.Next.Unarchive(ctx, c) })
+}
+
+// Hold executes and records c.
+func (a *Audited) Hold(ctx context.Context, c Hold) (Result, error) {
+	name := "hold"
+	if c.Release {
+		name = "release_hold"
+	}
+	return a.target(ctx, name, c.Target, func(ctx context.Context) (Result, error) { return a.Next.Hold(ctx, c) })
+}
+
+// Erase executes and records c.
+func (a *Audited) Erase(ctx context.Context, c Erase) (Result, error) {
+	return a.target(ctx, "erase", c.Target, func(ctx context.Context) (Result, error) { return a.Next.Erase(ctx, c) })
 }

@@ -193,6 +193,9 @@ func (q *Inquiry) ScheduleFollowUp(actor Principal, jobID string, at, now time.T
 	if err := Authorize(actor, ActSchedule); err != nil {
 		return nil, err
 	}
+	if err := q.writable(); err != nil {
+		return nil, err
+	}
 	if q.Status.Terminal() {
 		return nil, &TransitionError{From: q.Status, To: q.Status}
 	}
@@ -220,6 +223,9 @@ func (q *Inquiry) CancelFollowUp(actor Principal, jobID string) ([]Event, error)
 	if err := Authorize(actor, ActSchedule); err != nil {
 		return nil, err
 	}
+	if err := q.writable(); err != nil {
+		return nil, err
+	}
 	if _, ok := q.FollowUps[jobID]; !ok {
 		return nil, ErrNotFound
 	}
@@ -229,6 +235,9 @@ func (q *Inquiry) CancelFollowUp(actor Principal, jobID string) ([]Event, error)
 // SetDueDate decides the inquiry's due date; a zero at clears it.
 func (q *Inquiry) SetDueDate(actor Principal, at, now time.Time) ([]Event, error) {
 	if err := Authorize(actor, ActSchedule); err != nil {
+		return nil, err
+	}
+	if err := q.writable(); err != nil {
 		return nil, err
 	}
 	if q.Status.Terminal() {
@@ -251,6 +260,9 @@ func (q *Inquiry) AddWatcher(actor, watcher Principal) ([]Event, error) {
 	if err := Authorize(actor, ActSchedule); err != nil {
 		return nil, err
 	}
+	if err := q.writable(); err != nil {
+		return nil, err
+	}
 	if watcher.TenantID != q.TenantID || watcher.ID == "" {
 		return nil, Invalid("principal", "is not a principal of this tenant")
 	}
@@ -270,6 +282,9 @@ func (q *Inquiry) AddWatcher(actor, watcher Principal) ([]Event, error) {
 // owner's assignment); admins route any open inquiry.
 func (q *Inquiry) Route(actor Principal, team string) ([]Event, error) {
 	if err := Authorize(actor, ActAssign); err != nil {
+		return nil, err
+	}
+	if err := q.writable(); err != nil {
 		return nil, err
 	}
 	if team == "" || len(team) > MaxTeamLen || checkCategory(team) != nil {
@@ -316,7 +331,7 @@ type DueJob struct {
 // another generation, the target was met, or the event was already recorded): a job that fires
 // late or twice changes nothing. recipients are the follow-up's authorized recipients.
 func (q *Inquiry) FireDue(j DueJob, recipients []PrincipalID) []Event {
-	if !q.Exists() {
+	if !q.Exists() || q.Archived || q.Erased {
 		return nil
 	}
 	switch j.Kind {

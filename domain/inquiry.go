@@ -44,6 +44,15 @@ type Inquiry struct {
 	// SLAGeneration changes whenever the SLA clock may have changed (triage, status, first
 	// response); an SLA due job of an older generation does nothing.
 	SLAGeneration uint64
+
+	// The data lifecycle (lifecycle.go).
+	Archived       bool
+	ArchivedAt     time.Time
+	RetainUntil    time.Time
+	RetentionClass string
+	Held           bool
+	Erased         bool
+	ErasedAt       time.Time
 }
 
 // Exists reports whether the inquiry has been received.
@@ -75,6 +84,7 @@ func (q *Inquiry) Apply(e Event, at time.Time) {
 	case NoteAdded:
 	}
 	q.applyDue(e, at)
+	q.applyLifecycle(e, at)
 	q.Version++
 	q.UpdatedAt = at
 }
@@ -201,6 +211,9 @@ func (q *Inquiry) Transition(actor Principal, to Status, reason string, priority
 	if err := Authorize(actor, act); err != nil {
 		return nil, err
 	}
+	if err := q.writable(); err != nil {
+		return nil, err
+	}
 	ok, needsReason := CanTransition(q.Status, to)
 	if !ok {
 		return nil, &TransitionError{From: q.Status, To: to}
@@ -230,6 +243,9 @@ func (q *Inquiry) Claim(actor Principal) ([]Event, error) {
 	if err := Authorize(actor, ActClaim); err != nil {
 		return nil, err
 	}
+	if err := q.writable(); err != nil {
+		return nil, err
+	}
 	if q.Status.Terminal() {
 		return nil, &TransitionError{From: q.Status, To: StatusInProgress}
 	}
@@ -250,6 +266,9 @@ func (q *Inquiry) Claim(actor Principal) ([]Event, error) {
 // The owner must be an operator or admin of the same tenant (a viewer or integration cannot own).
 func (q *Inquiry) Assign(actor, owner Principal) ([]Event, error) {
 	if err := Authorize(actor, ActAssign); err != nil {
+		return nil, err
+	}
+	if err := q.writable(); err != nil {
 		return nil, err
 	}
 	if owner.TenantID != q.TenantID || owner.ID == "" {
@@ -273,6 +292,9 @@ func (q *Inquiry) Assign(actor, owner Principal) ([]Event, error) {
 // AddNote decides an operator note.
 func (q *Inquiry) AddNote(actor Principal, body string) ([]Event, error) {
 	if err := Authorize(actor, ActNote); err != nil {
+		return nil, err
+	}
+	if err := q.writable(); err != nil {
 		return nil, err
 	}
 	if err := checkText("body", body, true, MaxNoteLen); err != nil {

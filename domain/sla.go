@@ -201,8 +201,8 @@ type SLATimes struct {
 func (p *SLAPolicy) SLA(q *Inquiry) SLATimes {
 	var out SLATimes
 	t, ok := p.Targets[q.Priority]
-	if !ok || !q.Exists() {
-		return out
+	if !ok || !q.Exists() || q.Archived || q.Erased {
+		return out // an archived inquiry's clocks stand still (a new generation on unarchive)
 	}
 	cal := p.cal
 	if t.FirstResponse > 0 && q.FirstRespondedAt.IsZero() && !q.Status.Terminal() {

@@ -304,15 +304,15 @@ const (
 	ActSubmit Action = "submit"
 )
 
-// Authorize applies the role policy: viewers read, operators work inquiries (and submit them),
-// admins also administer, integrations only submit. It returns ErrForbidden when the role does not
-// allow act; an unknown role is allowed nothing.
+// Authorize applies the role policy: viewers read, operators work (and archive) inquiries and
+// submit them, admins also administer, place legal holds and erase, integrations only submit. It
+// returns ErrForbidden when the role does not allow act; an unknown role is allowed nothing.
 func Authorize(p Principal, act Action) error {
 	switch p.Role {
 	case RoleAdmin:
 		return nil
 	case RoleOperator:
-		if act != ActAdminister {
+		if act != ActAdminister && act != ActHold && act != ActErase {
 			return nil
 		}
 	case RoleViewer:

@@ -35,6 +35,12 @@ type Inquiry struct {
 	CreatedAt time.Time          `json:"created_at"`
 	UpdatedAt time.Time          `json:"updated_at"`
 	ClosedAt  *time.Time         `json:"closed_at,omitempty"`
+	// The data lifecycle: archived inquiries leave the default list; an erased one reads
+	// domain.Erased in its personal fields.
+	Archived    bool       `json:"archived"`
+	Held        bool       `json:"legal_hold"`
+	Erased      bool       `json:"erased"`
+	RetainUntil *time.Time `json:"retain_until,omitempty"`
 }
 
 // TimelineEntry is one event of an inquiry's audit trail.
@@ -61,7 +67,9 @@ type Filter struct {
 	Breached *bool
 	// DueBefore selects inquiries promised before it: a due date or a running SLA due time.
 	DueBefore time.Time
-	Limit     int
+	// Archived selects archived inquiries (true) or the working set (false, the default when nil).
+	Archived *bool
+	Limit    int
 	Cursor    string
 }
 
@@ -77,16 +85,22 @@ type Reader struct {
 }
 
 const columns = `id, receipt, version, status, priority, owner, team, source, category, subject, message,
-	requester_name, requester_email, created_at, updated_at, closed_at`
+	requester_name, requester_email, created_at, updated_at, closed_at, archived, held, erased, retain_until`
 
 func scanInquiry(row interface{ Scan(...any) error }, detail bool) (Inquiry, error) {
 	var q Inquiry
 	var msg, name, email string
 	var created, updated int64
-	var closed sql.NullInt64
+	var closed, until sql.NullInt64
+	var archived, held, erased int64
 	if err := row.Scan(&q.ID, &q.Receipt, &q.Version, &q.Status, &q.Priority, &q.Owner, &q.Team, &q.Source, &q.Category,
-		&q.Subject, &msg, &name, &email, &created, &updated, &closed); err != nil {
+		&q.Subject, &msg, &name, &email, &created, &updated, &closed, &archived, &held, &erased, &until); err != nil {
 		return Inquiry{}, err
+	}
+	q.Archived, q.Held, q.Erased = archived != 0, held != 0, erased != 0
+	if until.Valid {
+		t := time.Unix(0, until.Int64).UTC()
+		q.RetainUntil = &t
 	}
 	q.CreatedAt, q.UpdatedAt = time.Unix(0, created).UTC(), time.Unix(0, updated).UTC()
 	if closed.Valid {
@@ -142,6 +156,11 @@ func (r *Reader) List(ctx context.Context, tenant domain.TenantID, f Filter) ([]
 		where, args = append(where, `lower(subject) LIKE ? ESCAPE '\'`), append(args, "%"+likeEscape(strings.ToLower(f.Subject))+"%")
 	}
 	where, args = clockFilters(f, where, args)
+	if f.Archived != nil && *f.Archived {
+		where = append(where, "archived = 1")
+	} else {
+		where = append(where, "archived = 0")
+	}
 	if f.Cursor != "" {
 		created, id, err := decodeCursor(f.Cursor)
 		if err != nil {

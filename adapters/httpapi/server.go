@@ -142,6 +142,7 @@ func (s *Server) router() *mux.Router {
 	s.consoleRoutes(r)
 	s.dueInquiryRoutes(a)
 	s.attachmentReadRoutes(a)
+	s.lifecycleRoutes(a)
 	return r
 }
 
@@ -489,7 +490,7 @@ func (s *Server) read(w http.ResponseWriter, r *http.Request) (domain.Principal,
 // ignored (a misspelt filter would otherwise list everything).
 var listParams = map[string]bool{"status": true, "owner": true, "priority": true, "team": true, "receipt": true,
 	"subject": true, "limit": true, "cursor": true, "consistent": true, "min_position": true,
-	"breached": true, "due_before": true}
+	"breached": true, "due_before": true, "archived": true}
 
 func (s *Server) listInquiries(w http.ResponseWriter, r *http.Request) {
 	p, ok := s.read(w, r)
@@ -523,6 +524,10 @@ func (s *Server) listInquiries(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if err := clockFilter(q, &f); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if err := archivedFilter(q, &f); err != nil {
 		s.writeError(w, r, err)
 		return
 	}

@@ -49,12 +49,15 @@ var b64 = base64.RawURLEncoding
 
 func (t *tokens) cursorMAC(tenant domain.TenantID, f queries.Filter, raw string) []byte {
 	m := hmac.New(sha256.New, t.cursorKey)
-	breached := ""
+	breached, archived := "", ""
 	if f.Breached != nil {
 		breached = strconv.FormatBool(*f.Breached)
 	}
+	if f.Archived != nil {
+		archived = strconv.FormatBool(*f.Archived)
+	}
 	for _, part := range []string{string(tenant), string(f.Status), string(f.Owner), string(f.Priority), f.Team, f.Receipt, f.Subject,
-		breached, f.DueBefore.UTC().Format(time.RFC3339Nano), raw} {
+		breached, f.DueBefore.UTC().Format(time.RFC3339Nano), archived, raw} {
 		m.Write([]byte(part))
 		m.Write([]byte{0})
 	}

@@ -23,6 +23,7 @@ var foldSamples = map[string]domain.Event{
 	"InquiryAssigned":      domain.InquiryAssigned{Owner: "op2", Previous: "op1", Team: "billing"},
 	"NoteAdded":            domain.NoteAdded{Body: "called"},
 	"InquiryRouted":        domain.InquiryRouted{Team: "billing"},
+	"InquiryArchived":      domain.InquiryArchived{Reason: "done", RetainUntil: time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC), Class: "default"},
 }
 
 // TestFoldAgreesWithAggregate: for every event type Decode knows, after an inquiry's stream
@@ -84,7 +85,12 @@ func TestFoldAgreesWithAggregate(t *testing.T) {
 			}
 			want := queries.Inquiry{ID: agg.ID, Receipt: agg.Receipt, Version: agg.Version, Status: agg.Status, Priority: agg.Priority,
 				Owner: agg.Owner, Team: agg.Team, Source: agg.Source, Category: agg.Category, Subject: agg.Subject, Message: agg.Message,
-				Requester: &agg.Requester, CreatedAt: agg.CreatedAt.UTC(), UpdatedAt: agg.UpdatedAt.UTC()}
+				Requester: &agg.Requester, CreatedAt: agg.CreatedAt.UTC(), UpdatedAt: agg.UpdatedAt.UTC(),
+				Archived: agg.Archived, Held: agg.Held, Erased: agg.Erased}
+			if !agg.RetainUntil.IsZero() {
+				r := agg.RetainUntil.UTC()
+				want.RetainUntil = &r
+			}
 			if !agg.ClosedAt.IsZero() {
 				c := agg.ClosedAt.UTC()
 				want.ClosedAt = &c

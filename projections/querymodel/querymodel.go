@@ -28,7 +28,7 @@ const Name = "querymodel"
 
 // Version must change whenever the tables below or the handler's output change; a deployment then
 // rebuilds the query model before serving it (casebook replay --projection querymodel).
-const Version = 4
+const Version = 5
 
 // Schema returns the DDL of one generation ({g} stands for the generation suffix). A test ties it
 // to Version, so a schema change without a version bump fails the build.
@@ -53,6 +53,10 @@ CREATE TABLE IF NOT EXISTS qm_inquiries{g} (
 	created_at      BIGINT NOT NULL,
 	updated_at      BIGINT NOT NULL,
 	closed_at       BIGINT,
+	archived        BIGINT NOT NULL DEFAULT 0,
+	held            BIGINT NOT NULL DEFAULT 0,
+	erased          BIGINT NOT NULL DEFAULT 0,
+	retain_until    BIGINT,
 	PRIMARY KEY (tenant_id, id)
 );
 CREATE TABLE IF NOT EXISTS qm_timeline{g} (
@@ -164,6 +168,8 @@ type row struct {
 	subject, message, name, email              string
 	created, updated                           int64
 	closed                                     sql.NullInt64
+	archived, held, erased                     int64
+	retainUntil                                sql.NullInt64
 	dirty                                      bool
 	stored                                     bool // read from the table (else new in this batch)
 }
@@ -293,7 +299,56 @@ func write(ctx context.Context, b *projections.Batch, p *prepared, skip map[key]
 	if err := upsert(ctx, b, inq, rows); err != nil {
 		return err
 	}
-	return insertTimeline(ctx, b, b.Gen.Table("qm_timeline"), timeline)
+	if err := insertTimeline(ctx, b, b.Gen.Table("qm_timeline"), timeline); err != nil {
+		return err
+	}
+	for _, t := range timeline {
+		if t.typ == "InquiryErased" {
+			if err := redactTimeline(ctx, b, b.Gen.Table("qm_timeline"), t.tenant, t.id); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// redactTimeline anonymizes an erased inquiry's timeline: every personal member of its entries
+// reads domain.Erased. The entries themselves (type, actor, time) stay.
+func redactTimeline(ctx context.Context, b *projections.Batch, table, tenant, id string) error {
+	rs, err := b.Query(ctx, `SELECT version, type, data FROM `+table+` WHERE tenant_id = ? AND inquiry_id = ?`, tenant, id)
+	if err != nil {
+		return err
+	}
+	type entry struct {
+		version uint64
+		data    string
+	}
+	var change []entry
+	for rs.Next() {
+		var e entry
+		var typ string
+		if err := rs.Scan(&e.version, &typ, &e.data); err != nil {
+			_ = rs.Close()
+			return err
+		}
+		red, err := domain.RedactJSON(typ, []byte(e.data))
+		if err != nil {
+			_ = rs.Close()
+			return fmt.Errorf("redact %s: %w", typ, err)
+		}
+		if string(red) != e.data {
+			change = append(change, entry{e.version, string(red)})
+		}
+	}
+	if err := rs.Close(); err != nil {
+		return err
+	}
+	for _, e := range change {
+		if err := b.Exec(ctx, `UPDATE `+table+` SET data = ? WHERE tenant_id = ? AND inquiry_id = ? AND version = ?`, e.data, tenant, id, e.version); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func decode(r eventstore.RecordedEvent) (decoded, error) {
@@ -379,6 +434,10 @@ func (r *row) inquiry() domain.Inquiry {
 	if r.closed.Valid {
 		q.ClosedAt = time.Unix(0, r.closed.Int64)
 	}
+	q.Archived, q.Held, q.Erased = r.archived != 0, r.held != 0, r.erased != 0
+	if r.retainUntil.Valid {
+		q.RetainUntil = time.Unix(0, r.retainUntil.Int64).UTC()
+	}
 	return q
 }
 
@@ -392,13 +451,26 @@ func (r *row) set(q *domain.Inquiry) {
 	if !q.ClosedAt.IsZero() {
 		r.closed = sql.NullInt64{Int64: q.ClosedAt.UnixNano(), Valid: true}
 	}
+	r.archived, r.held, r.erased = boolInt(q.Archived), boolInt(q.Held), boolInt(q.Erased)
+	r.retainUntil = sql.NullInt64{}
+	if !q.RetainUntil.IsZero() {
+		r.retainUntil = sql.NullInt64{Int64: q.RetainUntil.UnixNano(), Valid: true}
+	}
+}
+
+func boolInt(b bool) int64 {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 const inquiryCols = `tenant_id, id, receipt, version, status, priority, owner, team, source, category, subject, message,
-	requester_name, requester_email, created_at, updated_at, closed_at`
+	requester_name, requester_email, created_at, updated_at, closed_at, archived, held, erased, retain_until`
 
 var inquiryColumns = []string{"tenant_id", "id", "receipt", "version", "status", "priority", "owner", "team", "source", "category",
-	"subject", "message", "requester_name", "requester_email", "created_at", "updated_at", "closed_at"}
+	"subject", "message", "requester_name", "requester_email", "created_at", "updated_at", "closed_at", "archived", "held", "erased",
+	"retain_until"}
 
 // load reads the existing rows of the inquiries a batch touches, except those in skip.
 func load(ctx context.Context, b *projections.Batch, table string, keys, skip map[key]bool) (map[key]*row, error) {
@@ -491,7 +563,7 @@ func loadChunk(ctx context.Context, b *projections.Batch, q string, args []any, 
 	for rs.Next() {
 		r := &row{}
 		if err := rs.Scan(&r.tenant, &r.id, &r.receipt, &r.version, &r.status, &r.priority, &r.owner, &r.team, &r.source,
-			&r.cat, &r.subject, &r.message, &r.name, &r.email, &r.created, &r.updated, &r.closed); err != nil {
+			&r.cat, &r.subject, &r.message, &r.name, &r.email, &r.created, &r.updated, &r.closed, &r.archived, &r.held, &r.erased, &r.retainUntil); err != nil {
 			return err
 		}
 		if k := (key{r.tenant, r.id}); want[k] {
@@ -515,7 +587,9 @@ func upsert(ctx context.Context, b *projections.Batch, table string, rows map[ke
 	}
 	const onConflict = ` ON CONFLICT (tenant_id, id) DO UPDATE SET version = excluded.version, status = excluded.status,
 		priority = excluded.priority, owner = excluded.owner, team = excluded.team, updated_at = excluded.updated_at,
-		closed_at = excluded.closed_at WHERE `
+		closed_at = excluded.closed_at, subject = excluded.subject, message = excluded.message,
+		requester_name = excluded.requester_name, requester_email = excluded.requester_email, archived = excluded.archived,
+		held = excluded.held, erased = excluded.erased, retain_until = excluded.retain_until WHERE `
 	if b.DB.Dialect == sqldb.Postgres {
 		return upsertPostgres(ctx, b, table, dirty, onConflict)
 	}
@@ -523,16 +597,19 @@ func upsert(ctx context.Context, b *projections.Batch, table string, rows map[ke
 	for _, n := range parts(len(dirty), 256) {
 		part := dirty[i : i+n]
 		i += n
-		args := make([]any, 0, 17*len(part))
+		args := make([]any, 0, 21*len(part))
 		for _, r := range part {
-			var closed any
+			var closed, until any
 			if r.closed.Valid {
 				closed = r.closed.Int64
 			}
+			if r.retainUntil.Valid {
+				until = r.retainUntil.Int64
+			}
 			args = append(args, r.tenant, r.id, r.receipt, r.version, r.status, r.priority, r.owner, r.team, r.source,
-				r.cat, r.subject, r.message, r.name, r.email, r.created, r.updated, closed)
+				r.cat, r.subject, r.message, r.name, r.email, r.created, r.updated, closed, r.archived, r.held, r.erased, until)
 		}
-		q := `INSERT INTO ` + table + ` (` + inquiryCols + `) VALUES ` + placeholders(len(part), 17) + onConflict + table + `.version < excluded.version`
+		q := `INSERT INTO ` + table + ` (` + inquiryCols + `) VALUES ` + placeholders(len(part), 21) + onConflict + table + `.version < excluded.version`
 		if err := b.Exec(ctx, q, args...); err != nil {
 			return err
 		}
@@ -557,7 +634,7 @@ func upsertPostgres(ctx context.Context, b *projections.Batch, table string, dir
 		var c sqldb.CopyRows
 		size := 0
 		for _, r := range fresh {
-			size += 2 + 13*4 + 4*12 + len(r.tenant) + len(r.id) + len(r.receipt) + len(r.status) + len(r.priority) + len(r.owner) +
+			size += 2 + 13*4 + 8*12 + len(r.tenant) + len(r.id) + len(r.receipt) + len(r.status) + len(r.priority) + len(r.owner) +
 				len(r.team) + len(r.source) + len(r.cat) + len(r.subject) + len(r.message) + len(r.name) + len(r.email)
 		}
 		c.Grow(size)
@@ -572,10 +649,12 @@ func upsertPostgres(ctx context.Context, b *projections.Batch, table string, dir
 			}
 			c.Int64(r.created)
 			c.Int64(r.updated)
-			if r.closed.Valid {
-				c.Int64(r.closed.Int64)
-			} else {
-				c.Null()
+			for _, v := range []sql.NullInt64{r.closed, {Int64: r.archived, Valid: true}, {Int64: r.held, Valid: true}, {Int64: r.erased, Valid: true}, r.retainUntil} {
+				if v.Valid {
+					c.Int64(v.Int64)
+				} else {
+					c.Null()
+				}
 			}
 		}
 		if err := b.CopyFrom(ctx, table, inquiryColumns, &c); err != nil {
@@ -587,8 +666,9 @@ func upsertPostgres(ctx context.Context, b *projections.Batch, table string, dir
 	}
 	// One statement with one array per column: no per-row parameters to parse and bind.
 	cols := make([][]string, 13)
-	ints := make([][]int64, 3)
+	ints := make([][]int64, 6)
 	closed := make([]*int64, len(stored))
+	until := make([]*int64, len(stored))
 	for i := range cols {
 		cols[i] = make([]string, len(stored))
 	}
@@ -600,18 +680,24 @@ func upsertPostgres(ctx context.Context, b *projections.Batch, table string, dir
 			cols[j][i] = v
 		}
 		ints[0][i], ints[1][i], ints[2][i] = int64(r.version), r.created, r.updated
+		ints[3][i], ints[4][i], ints[5][i] = r.archived, r.held, r.erased
 		if r.closed.Valid {
 			v := r.closed.Int64
 			closed[i] = &v
 		}
+		if r.retainUntil.Valid {
+			v := r.retainUntil.Int64
+			until[i] = &v
+		}
 	}
 	q := `INSERT INTO ` + table + ` (tenant_id, id, receipt, status, priority, owner, team, source, category, subject, message,
-		requester_name, requester_email, version, created_at, updated_at, closed_at)
+		requester_name, requester_email, version, created_at, updated_at, closed_at, archived, held, erased, retain_until)
 		SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[],
-			$9::text[], $10::text[], $11::text[], $12::text[], $13::text[], $14::bigint[], $15::bigint[], $16::bigint[], $17::bigint[])` +
+			$9::text[], $10::text[], $11::text[], $12::text[], $13::text[], $14::bigint[], $15::bigint[], $16::bigint[], $17::bigint[],
+			$18::bigint[], $19::bigint[], $20::bigint[], $21::bigint[])` +
 		onConflict + table + `.version < excluded.version`
 	_, err := b.Tx.ExecContext(ctx, q, cols[0], cols[1], cols[2], cols[3], cols[4], cols[5], cols[6], cols[7], cols[8], cols[9],
-		cols[10], cols[11], cols[12], ints[0], ints[1], ints[2], closed)
+		cols[10], cols[11], cols[12], ints[0], ints[1], ints[2], closed, ints[3], ints[4], ints[5], until)
 	return err
 }
 

@@ -209,6 +209,7 @@ func TestVersionTracksSchema(t *testing.T) {
 		2: "c51f54495fd8d59a82f67b0f6a5782d7e4f77c04546ae5f6503cd18e736ab0cc", // indexes built by Finalize
 		3: "0d78defa5ba624111bf1cb19068c02934c70a8213f5b77291828f6c4221b4831", // keys COLLATE "C" on Postgres
 		4: "266eed67487f37bece7321027c1a564546dd73feedd40f335a937d35d19a759a", // timeline command_id, receipt index
+		5: "7fd6b1b2a1bfa5ba0d27b0c99cdf0aa4b302c7cebce20f26354c0eee462959d5", // archived, held, erased, retain_until (issue 17)
 	}
 	sum := sha256.Sum256([]byte(querymodel.Schema()))
 	if got := hex.EncodeToString(sum[:]); hashes[querymodel.Version] != got {

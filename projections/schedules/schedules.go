@@ -196,7 +196,8 @@ func (p *Projection) Apply(ctx context.Context, b *projections.Batch) error {
 		c.q.Apply(it.ev, it.m.OccurredAt)
 		c.dirty = true
 		switch it.ev.(type) {
-		case domain.FollowUpScheduled, domain.FollowUpCancelled, domain.FollowUpDue, domain.InquiryStatusChanged:
+		case domain.FollowUpScheduled, domain.FollowUpCancelled, domain.FollowUpDue, domain.InquiryStatusChanged,
+			domain.InquiryArchived, domain.InquiryUnarchived, domain.InquiryErased:
 			c.jobsTouched = true
 		}
 		if br, ok := it.ev.(domain.SLABreached); ok {
@@ -491,7 +492,7 @@ func cancelGone(ctx context.Context, b *projections.Batch, checks []pendingCheck
 	var cancel []string
 	for i, c := range checks {
 		for _, j := range pending[keys[i]] {
-			if slices.Contains(domain.DueKinds, j.Kind) && !c.keep[j.ID] && (c.q.Status.Terminal() || !isEscalation(j.ID, c.k, c.q)) {
+			if slices.Contains(domain.DueKinds, j.Kind) && !c.keep[j.ID] && (c.q.Status.Terminal() || c.q.Archived || c.q.Erased || !isEscalation(j.ID, c.k, c.q)) {
 				cancel = append(cancel, j.ID)
 			}
 		}

@@ -1,0 +1,250 @@
+package app_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/casebook/casebook/app"
+	"github.com/casebook/casebook/app/apptest"
+	"github.com/casebook/casebook/commands"
+	"github.com/casebook/casebook/domain"
+	"github.com/casebook/casebook/internal/ratelimit"
+	"github.com/casebook/casebook/internal/sqldb"
+	"github.com/casebook/casebook/projections"
+	"github.com/casebook/casebook/projections/querymodel"
+)
+
+// serveStoppable is serve with an explicit stop: it returns once Serve returned and the app is closed.
+func serveStoppable(t *testing.T, cfg app.Config) (*app.App, string, func()) {
+	t.Helper()
+	cfg.Logger = slog.New(slog.DiscardHandler)
+	off := ratelimit.Rate{Off: true}
+	cfg.Public.ClientRate, cfg.Public.TenantRate = off, off
+	a, err := app.Open(t.Context(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := (&net.ListenConfig{}).Listen(t.Context(), "tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Serve(ctx, ln) }()
+	stopped := false
+	stop := func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("serve: %v", err)
+		}
+		if err := a.Close(); err != nil {
+			t.Errorf("close: %v", err)
+		}
+	}
+	t.Cleanup(stop)
+	return a, "http://" + ln.Addr().String(), stop
+}
+
+// erasureSecrets are the unique strings an erased inquiry carried in each personal field.
+var erasureSecrets = []string{"Quillon Vantablack", "quillon.v7731@example.org", "Subject-Marzipan-4410", "Message-Obsidian-9921",
+	"Note-Periwinkle-5583", "FollowUp-Tangerine-1207"}
+
+// TestErasureLeavesNoPersonalBytes is the erasure contract end to end, over HTTP: an inquiry whose
+// requester name and email, subject, message, a note and a follow-up note carry unique strings is
+// erased by an admin. Refused first: an operator's erasure (403), an erasure without If-Match (428),
+// one under legal hold (409 legal_hold); each refusal is audited. After the erasure the API shows
+// "[erased]", the timeline still lists every version with its actor and time, a replay of the query
+// model reproduces the anonymized state, and no personal byte is left: on SQLite in no file of the
+// data directory (database, WAL, shared memory) once the server stopped; on Postgres in no text,
+// json or bytea column of any table.
+func TestErasureLeavesNoPersonalBytes(t *testing.T) {
+	t.Parallel()
+	for _, be := range apptest.Backends {
+		t.Run(be.Name, func(t *testing.T) {
+			t.Parallel()
+			cfg := be.Config(t)
+			a, base, stop := serveStoppable(t, cfg)
+			ctx := t.Context()
+			ten, _, adminTok, err := a.Tenancy.CreateTenant(ctx, "acme")
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, opTok, err := a.Tenancy.CreatePrincipal(ctx, "acme", "Olga", domain.RoleOperator, "support")
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := a.Commands.Intake(ctx, commands.Intake{Tenant: ten.ID, Source: domain.SourcePublicForm, IdempotencyKey: "k1",
+				Requester: domain.Requester{Name: erasureSecrets[0], Email: erasureSecrets[1]}, Subject: erasureSecrets[2],
+				// A long message spills into overflow pages, which an update frees rather than rewrites.
+				Message: strings.Repeat("lorem ipsum ", 500) + erasureSecrets[3], Category: "billing"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			id := string(res.InquiryID)
+			path := base + "/v1/inquiries/" + id
+			call(t, "POST", path+"/notes", opTok, nil, `{"body":"`+erasureSecrets[4]+`"}`, 200)
+			call(t, "POST", path+"/follow-ups", opTok, nil, fmt.Sprintf(`{"at":%q,"note":%q}`,
+				time.Now().Add(48*time.Hour).UTC().Format(time.RFC3339), erasureSecrets[5]), 201)
+			got := call(t, "GET", path+"?consistent=true", opTok, nil, "", 200)
+			if got["subject"] != erasureSecrets[2] {
+				t.Fatalf("before erasure subject = %v", got["subject"])
+			}
+			version := fmt.Sprint(got["version"])
+			ifMatch := map[string]string{"If-Match": `"` + version + `"`}
+
+			// Bypass attempts.
+			call(t, "POST", path+"/erase", opTok, ifMatch, "", 403)
+			call(t, "POST", path+"/erase", adminTok, nil, "", 428)
+			call(t, "POST", path+"/hold", opTok, nil, `{"reason":"litigation"}`, 403)
+			call(t, "POST", path+"/hold", adminTok, nil, `{"reason":"litigation"}`, 200)
+			held := call(t, "GET", path+"?consistent=true", adminTok, nil, "", 200)
+			if held["legal_hold"] != true {
+				t.Fatalf("legal_hold = %v", held["legal_hold"])
+			}
+			heldMatch := map[string]string{"If-Match": `"` + fmt.Sprint(held["version"]) + `"`}
+			if e := call(t, "POST", path+"/erase", adminTok, heldMatch, "", 409); fmt.Sprint(e["error"]) != fmt.Sprint(map[string]any{"code": "legal_hold", "message": "the inquiry is under legal hold", "request_id": e["error"].(map[string]any)["request_id"]}) {
+				t.Fatalf("erase under hold = %v", e)
+			}
+			call(t, "DELETE", path+"/hold", adminTok, nil, "", 200)
+			cur := call(t, "GET", path+"?consistent=true", adminTok, nil, "", 200)
+			call(t, "POST", path+"/erase", adminTok, map[string]string{"If-Match": `"` + fmt.Sprint(cur["version"]) + `"`}, "", 200)
+			call(t, "POST", path+"/notes", opTok, nil, `{"body":"after"}`, 409)
+
+			after := call(t, "GET", path+"?consistent=true", adminTok, nil, "", 200)
+			req, _ := after["requester"].(map[string]any)
+			if after["erased"] != true || after["subject"] != domain.Erased || after["message"] != domain.Erased ||
+				req["name"] != domain.Erased || req["email"] != domain.Erased {
+				t.Fatalf("after erasure = %v", after)
+			}
+			tl := call(t, "GET", path+"/timeline", adminTok, nil, "", 200)
+			items, _ := tl["items"].([]any)
+			wantTypes := []string{"InquiryReceived", "NoteAdded", "FollowUpScheduled", "LegalHoldPlaced", "LegalHoldReleased", "InquiryErased"}
+			if len(items) != len(wantTypes) {
+				t.Fatalf("timeline = %v", tl)
+			}
+			for i, it := range items {
+				e := it.(map[string]any)
+				if e["type"] != wantTypes[i] || fmt.Sprint(e["version"]) != fmt.Sprint(i+1) || e["actor"] == "" || e["occurred_at"] == "" {
+					t.Fatalf("timeline entry %d = %v", i, e)
+				}
+			}
+			audit := auditOutcomes(t, a, ten.ID, "erase")
+			if !strings.Contains(audit, "refused:forbidden") || !strings.Contains(audit, "refused:legal_hold") || !strings.Contains(audit, "accepted:") {
+				t.Fatalf("erase audit = %s", audit)
+			}
+
+			// A replay reproduces the anonymized state.
+			if _, err := projections.Rebuild(ctx, a.Store, a.DB, querymodel.New(), projections.RebuildOptions{Now: time.Now}); err != nil {
+				t.Fatal(err)
+			}
+			replayed, err := a.Reader.Get(ctx, ten.ID, domain.InquiryID(id))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if replayed.Subject != domain.Erased || replayed.Requester.Email != domain.Erased || !replayed.Erased {
+				t.Fatalf("replayed = %+v", replayed)
+			}
+
+			if be.Name == "postgres" {
+				assertNoPostgresColumnHolds(t, a.DB, erasureSecrets)
+				return
+			}
+			stop()
+			entries, err := os.ReadDir(cfg.DataDir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checked := 0
+			for _, e := range entries {
+				if e.IsDir() {
+					continue
+				}
+				b, err := os.ReadFile(filepath.Join(cfg.DataDir, e.Name()))
+				if err != nil {
+					t.Fatal(err)
+				}
+				checked++
+				for _, s := range erasureSecrets {
+					if bytes.Contains(b, []byte(s)) {
+						t.Errorf("%s still holds %q", e.Name(), s)
+					}
+				}
+			}
+			if checked == 0 {
+				t.Fatal("no file in the data directory")
+			}
+		})
+	}
+}
+
+func auditOutcomes(t *testing.T, a *app.App, tenant domain.TenantID, command string) string {
+	t.Helper()
+	rows, err := a.DB.QueryContext(t.Context(), a.DB.Rebind(`SELECT outcome, code FROM command_audit WHERE tenant_id = ? AND command = ?`), tenant, command)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var o, c string
+		if err := rows.Scan(&o, &c); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, o+":"+c)
+	}
+	return strings.Join(out, ",")
+}
+
+// assertNoPostgresColumnHolds searches every text, json and bytea column of every table in the
+// test's schema for each string.
+func assertNoPostgresColumnHolds(t *testing.T, db *sqldb.DB, secrets []string) {
+	t.Helper()
+	ctx := t.Context()
+	rows, err := db.QueryContext(ctx, `SELECT c.table_name, c.column_name, c.data_type FROM information_schema.columns c
+		JOIN information_schema.tables tb ON tb.table_schema = c.table_schema AND tb.table_name = c.table_name
+		WHERE c.table_schema = current_schema() AND tb.table_type = 'BASE TABLE'
+		AND c.data_type IN ('text', 'character varying', 'character', 'json', 'jsonb', 'bytea')`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type col struct{ table, name, typ string }
+	var cols []col
+	for rows.Next() {
+		var c col
+		if err := rows.Scan(&c.table, &c.name, &c.typ); err != nil {
+			t.Fatal(err)
+		}
+		cols = append(cols, c)
+	}
+	_ = rows.Close()
+	if len(cols) < 10 {
+		t.Fatalf("only %d columns found", len(cols))
+	}
+	for _, c := range cols {
+		expr := fmt.Sprintf("%q::text", c.name)
+		if c.typ == "bytea" {
+			expr = fmt.Sprintf("encode(%q, 'escape')", c.name)
+		}
+		for _, s := range secrets {
+			var n int
+			if err := db.QueryRowContext(ctx, fmt.Sprintf(`SELECT count(*) FROM %q WHERE strpos(%s, $1) > 0`, c.table, expr), s).Scan(&n); err != nil {
+				t.Fatalf("%s.%s: %v", c.table, c.name, err)
+			}
+			if n > 0 {
+				t.Errorf("%s.%s holds %q in %d rows", c.table, c.name, s, n)
+			}
+		}
+	}
+}

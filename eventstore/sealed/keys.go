@@ -1,0 +1,326 @@
+// Package sealed is crypto-shredding for the event log: every inquiry has its own random data key
+// (AES-256-GCM), kept only wrapped by its tenant's key in the inquiry_keys table, and Store seals
+// the personal members of that inquiry's events (domain.PersonalFields) with it before they reach
+// any backend. Erasure destroys the data key: the log is never rewritten, yet what it held of the
+// person can no longer be read, on any backend and in any copy of the log.
+//
+// The key table lives in the SQL database of the deployment: the embedded SQLite file, or Postgres
+// (also when events live in KurrentDB, whose deployment keeps its query model, checkpoints and keys
+// in Postgres). Tenant keys are derived (HKDF-SHA256) from a master key given in configuration;
+// each wrapped key records which master wrapped it (kek_id), so a master can be rotated: Rewrap
+// wraps every live data key under the current one, after which the old master may be dropped.
+package sealed
+
+import (
+	"context"
+	"crypto/aes"
+	"crypto/cipher"
+	"crypto/rand"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/casebook/casebook/domain"
+	"github.com/casebook/casebook/internal/seal"
+	"github.com/casebook/casebook/internal/sqldb"
+)
+
+// ErrErased: the inquiry's data key was destroyed. Nothing sealed with it can be opened again, and
+// nothing is sealed with a new one.
+var ErrErased = errors.New("sealed: the inquiry's data key was destroyed")
+
+var keyMigrations = []sqldb.Migration{{Version: 1, SQL: `
+CREATE TABLE IF NOT EXISTS inquiry_keys (
+	tenant_id  TEXT    NOT NULL,
+	inquiry_id TEXT    NOT NULL,
+	wrapped    BLOB,
+	kek_id     TEXT    NOT NULL DEFAULT '',
+	created_at BIGINT  NOT NULL,
+	erased_at  BIGINT,
+	PRIMARY KEY (tenant_id, inquiry_id)
+)`, Postgres: `
+CREATE TABLE IF NOT EXISTS inquiry_keys (
+	tenant_id  TEXT    NOT NULL,
+	inquiry_id TEXT    NOT NULL,
+	wrapped    BYTEA,
+	kek_id     TEXT    NOT NULL DEFAULT '',
+	created_at BIGINT  NOT NULL,
+	erased_at  BIGINT,
+	PRIMARY KEY (tenant_id, inquiry_id)
+)`}}
+
+// DataKey is one inquiry's AEAD. Other stores of personal data about the inquiry (attachments)
+// seal with it too, so that one erasure shreds them all.
+type DataKey struct{ aead cipher.AEAD }
+
+// Seal returns nonce || ciphertext of plain, bound to aad.
+func (k *DataKey) Seal(plain, aad []byte) []byte {
+	nonce := make([]byte, k.aead.NonceSize(), k.aead.NonceSize()+len(plain)+k.aead.Overhead())
+	_, _ = rand.Read(nonce)
+	return k.aead.Seal(nonce, nonce, plain, aad)
+}
+
+// Open reverses Seal; a malformed, tampered or foreign value is seal.ErrOpen.
+func (k *DataKey) Open(sealed, aad []byte) ([]byte, error) {
+	n := k.aead.NonceSize()
+	if len(sealed) < n {
+		return nil, seal.ErrOpen
+	}
+	plain, err := k.aead.Open(nil, sealed[:n], sealed[n:], aad)
+	if err != nil {
+		return nil, seal.ErrOpen
+	}
+	return plain, nil
+}
+
+func newDataKey(raw []byte) (*DataKey, error) {
+	block, err := aes.NewCipher(raw)
+	if err != nil {
+		return nil, err
+	}
+	aead, err := cipher.NewGCM(block)
+	if err != nil {
+		return nil, err
+	}
+	return &DataKey{aead: aead}, nil
+}
+
+// CacheTTL bounds how long an unwrapped data key is kept in memory. An erasure on this process
+// drops it at once; another replica forgets it within CacheTTL.
+const CacheTTL = time.Minute
+
+const maxCache = 50000
+
+// Keys is the key table.
+type Keys struct {
+	db      *sqldb.DB
+	masters map[string][]byte // kek id → master key
+	current string
+	now     func() time.Time
+
+	mu    sync.Mutex
+	cache map[ident]cached
+}
+
+type ident struct {
+	tenant domain.TenantID
+	id     domain.InquiryID
+}
+
+type cached struct {
+	key *DataKey
+	at  time.Time
+}
+
+// KeyID names a master key without revealing it.
+func KeyID(master []byte) string {
+	sum := sha256.Sum256(append([]byte("casebook master key id\x00"), master...))
+	return hex.EncodeToString(sum[:6])
+}
+
+// NewKeys migrates the key table in db. masters[0] wraps new data keys; the others only unwrap
+// keys wrapped before a rotation. Each must be at least 32 bytes.
+func NewKeys(ctx context.Context, db *sqldb.DB, now func() time.Time, masters ...[]byte) (*Keys, error) {
+	if len(masters) == 0 {
+		return nil, errors.New("sealed: no master key")
+	}
+	k := &Keys{db: db, masters: map[string][]byte{}, now: now, cache: map[ident]cached{}}
+	for i, m := range masters {
+		if len(m) < 32 {
+			return nil, errors.New("sealed: a master key needs at least 32 bytes")
+		}
+		id := KeyID(m)
+		k.masters[id] = m
+		if i == 0 {
+			k.current = id
+		}
+	}
+	if k.now == nil {
+		k.now = time.Now
+	}
+	if err := sqldb.Migrate(ctx, db, "inquiry_keys", keyMigrations); err != nil {
+		return nil, err
+	}
+	return k, nil
+}
+
+func (k *Keys) kek(kekID string, tenant domain.TenantID) (*seal.AEAD, error) {
+	m, ok := k.masters[kekID]
+	if !ok {
+		return nil, fmt.Errorf("sealed: data key wrapped by unknown master key %s", kekID)
+	}
+	return seal.New(m, "casebook tenant key v1\x00"+string(tenant))
+}
+
+func aadOf(tenant domain.TenantID, id domain.InquiryID) []byte {
+	return []byte(string(tenant) + "\x00" + string(id))
+}
+
+func (k *Keys) fromCache(i ident) *DataKey {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	c, ok := k.cache[i]
+	if !ok || k.now().Sub(c.at) > CacheTTL {
+		return nil
+	}
+	return c.key
+}
+
+func (k *Keys) remember(i ident, dk *DataKey) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if len(k.cache) >= maxCache {
+		clear(k.cache)
+	}
+	k.cache[i] = cached{key: dk, at: k.now()}
+}
+
+// Get returns the inquiry's data key; ErrErased once destroyed, (nil, nil) when it never had one
+// (events written before sealing).
+func (k *Keys) Get(ctx context.Context, tenant domain.TenantID, id domain.InquiryID) (*DataKey, error) {
+	i := ident{tenant, id}
+	if dk := k.fromCache(i); dk != nil {
+		return dk, nil
+	}
+	var wrapped []byte
+	var kekID string
+	err := k.db.QueryRowContext(ctx, k.db.Rebind(`SELECT wrapped, kek_id FROM inquiry_keys WHERE tenant_id = ? AND inquiry_id = ?`),
+		string(tenant), string(id)).Scan(&wrapped, &kekID)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("sealed: read key: %w", err)
+	}
+	return k.unwrap(i, wrapped, kekID)
+}
+
+func (k *Keys) unwrap(i ident, wrapped []byte, kekID string) (*DataKey, error) {
+	if wrapped == nil {
+		return nil, ErrErased
+	}
+	kek, err := k.kek(kekID, i.tenant)
+	if err != nil {
+		return nil, err
+	}
+	raw, err := kek.Open(wrapped, aadOf(i.tenant, i.id))
+	if err != nil {
+		return nil, fmt.Errorf("sealed: unwrap the data key of %s: %w", i.id, err)
+	}
+	dk, err := newDataKey(raw)
+	if err != nil {
+		return nil, err
+	}
+	k.remember(i, dk)
+	return dk, nil
+}
+
+// Ensure returns the inquiry's data key, creating it on first use. It never creates a key for an
+// erased inquiry (ErrErased).
+func (k *Keys) Ensure(ctx context.Context, tenant domain.TenantID, id domain.InquiryID) (*DataKey, error) {
+	dk, err := k.Get(ctx, tenant, id)
+	if dk != nil || err != nil {
+		return dk, err
+	}
+	raw := make([]byte, 32)
+	if _, err := rand.Read(raw); err != nil {
+		return nil, err
+	}
+	kek, err := k.kek(k.current, tenant)
+	if err != nil {
+		return nil, err
+	}
+	wrapped := kek.Seal(raw, aadOf(tenant, id))
+	var stored []byte
+	var kekID string
+	// Two first appends may race: the first insert wins and both use its key.
+	err = sqldb.Group(ctx, k.db, func(ctx context.Context, tx *sqldb.Tx) error {
+		if _, err := tx.ExecContext(ctx, k.db.Rebind(`INSERT INTO inquiry_keys (tenant_id, inquiry_id, wrapped, kek_id, created_at)
+			VALUES (?, ?, ?, ?, ?) ON CONFLICT (tenant_id, inquiry_id) DO NOTHING`),
+			string(tenant), string(id), wrapped, k.current, k.now().UnixNano()); err != nil {
+			return err
+		}
+		return tx.QueryRowContext(ctx, k.db.Rebind(`SELECT wrapped, kek_id FROM inquiry_keys WHERE tenant_id = ? AND inquiry_id = ?`),
+			string(tenant), string(id)).Scan(&stored, &kekID)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("sealed: create key: %w", err)
+	}
+	return k.unwrap(ident{tenant, id}, stored, kekID)
+}
+
+// Destroy shreds the inquiry's data key: the wrapped key is overwritten (SQLite's secure_delete
+// zeroes the old bytes; Postgres keeps no readable copy once vacuumed) and a tombstone row stays so
+// no new key is ever created for the inquiry. Destroying twice is harmless.
+func (k *Keys) Destroy(ctx context.Context, tenant domain.TenantID, id domain.InquiryID) error {
+	k.mu.Lock()
+	delete(k.cache, ident{tenant, id})
+	k.mu.Unlock()
+	now := k.now().UnixNano()
+	err := sqldb.Group(ctx, k.db, func(ctx context.Context, tx *sqldb.Tx) error {
+		_, err := tx.ExecContext(ctx, k.db.Rebind(`INSERT INTO inquiry_keys (tenant_id, inquiry_id, wrapped, kek_id, created_at, erased_at)
+			VALUES (?, ?, NULL, '', ?, ?) ON CONFLICT (tenant_id, inquiry_id) DO UPDATE SET wrapped = NULL, kek_id = '',
+			erased_at = COALESCE(inquiry_keys.erased_at, excluded.erased_at)`), string(tenant), string(id), now, now)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("sealed: destroy key: %w", err)
+	}
+	return nil
+}
+
+// Rewrap wraps every live data key under the current master key and reports how many it changed.
+// After it, older masters can be removed from the configuration.
+func (k *Keys) Rewrap(ctx context.Context) (int, error) {
+	type row struct {
+		tenant, id, kekID string
+		wrapped           []byte
+	}
+	var rows []row
+	rs, err := k.db.QueryContext(ctx, k.db.Rebind(`SELECT tenant_id, inquiry_id, kek_id, wrapped FROM inquiry_keys
+		WHERE wrapped IS NOT NULL AND kek_id <> ?`), k.current)
+	if err != nil {
+		return 0, err
+	}
+	for rs.Next() {
+		var r row
+		if err := rs.Scan(&r.tenant, &r.id, &r.kekID, &r.wrapped); err != nil {
+			_ = rs.Close()
+			return 0, err
+		}
+		rows = append(rows, r)
+	}
+	if err := rs.Close(); err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, r := range rows {
+		t, id := domain.TenantID(r.tenant), domain.InquiryID(r.id)
+		old, err := k.kek(r.kekID, t)
+		if err != nil {
+			return n, err
+		}
+		raw, err := old.Open(r.wrapped, aadOf(t, id))
+		if err != nil {
+			return n, fmt.Errorf("sealed: unwrap the data key of %s: %w", id, err)
+		}
+		cur, err := k.kek(k.current, t)
+		if err != nil {
+			return n, err
+		}
+		if err := sqldb.InTx(ctx, k.db, func(tx *sql.Tx) error {
+			_, err := tx.ExecContext(ctx, k.db.Rebind(`UPDATE inquiry_keys SET wrapped = ?, kek_id = ?
+				WHERE tenant_id = ? AND inquiry_id = ? AND kek_id = ? AND wrapped IS NOT NULL`),
+				cur.Seal(raw, aadOf(t, id)), k.current, r.tenant, r.id, r.kekID)
+			return err
+		}); err != nil {
+			return n, err
+		}
+		n++
+	}
+	return n, nil
+}

@@ -1,0 +1,243 @@
+package sealed
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/casebook/casebook/domain"
+	"github.com/casebook/casebook/eventstore"
+)
+
+// sealedMember is the JSON member that holds an event's sealed personal members.
+const sealedMember = "sealed"
+
+// Store seals personal members of inquiry events on Append and opens them on every read, so every
+// reader (commands, subscribers, rebuilds) sees plain events, and the backend never does. An event
+// whose data key was destroyed reads with domain.Erased in each personal member. Events written
+// before sealing (no "sealed" member) read as they are: see the README's data-lifecycle migration.
+type Store struct {
+	inner eventstore.Store
+	keys  *Keys
+}
+
+// counting is Store over a backend that counts cheaply.
+type counting struct {
+	*Store
+	c eventstore.Counter
+}
+
+// CountAfter implements eventstore.Counter.
+func (c counting) CountAfter(ctx context.Context, from eventstore.Position) (uint64, error) {
+	return c.c.CountAfter(ctx, from)
+}
+
+// New wraps inner. The result is an eventstore.Counter when inner is one.
+func New(inner eventstore.Store, keys *Keys) eventstore.Store {
+	s := &Store{inner: inner, keys: keys}
+	if c, ok := inner.(eventstore.Counter); ok {
+		return counting{Store: s, c: c}
+	}
+	return s
+}
+
+// Keys returns the key table.
+func (s *Store) Keys() *Keys { return s.keys }
+
+type metaTenant struct {
+	TenantID domain.TenantID `json:"tenant_id"`
+}
+
+// inquiryOf names the inquiry an event of stream belongs to; ok is false for other streams.
+func inquiryOf(stream string, metadata []byte) (domain.TenantID, domain.InquiryID, bool, error) {
+	if !strings.HasPrefix(stream, "inquiry-") {
+		return "", "", false, nil
+	}
+	var m metaTenant
+	if err := json.Unmarshal(metadata, &m); err != nil {
+		return "", "", false, fmt.Errorf("sealed: metadata of %s: %w", stream, err)
+	}
+	id, ok := eventstore.StreamInquiry("inquiry", stream, m.TenantID)
+	if !ok {
+		return "", "", false, fmt.Errorf("sealed: stream %s does not belong to tenant %q", stream, m.TenantID)
+	}
+	return m.TenantID, id, true, nil
+}
+
+func aadOfEvent(stream, typ string) []byte { return []byte(stream + "\x00" + typ) }
+
+// Append implements eventstore.Store: it seals the personal members of inquiry events with the
+// inquiry's data key (created with the first event that needs one). An erased inquiry accepts no
+// event with personal members (ErrErased): nothing personal is ever written in clear.
+func (s *Store) Append(ctx context.Context, stream string, expected eventstore.ExpectedRevision, events []eventstore.EventData) (eventstore.AppendResult, error) {
+	var dk *DataKey
+	out := events
+	for i, e := range events {
+		fields := domain.PersonalFields(e.Type)
+		if fields == nil {
+			continue
+		}
+		tenant, id, ok, err := inquiryOf(stream, e.Metadata)
+		if err != nil {
+			return eventstore.AppendResult{}, err
+		}
+		if !ok {
+			continue
+		}
+		if dk == nil {
+			if dk, err = s.keys.Ensure(ctx, tenant, id); err != nil {
+				return eventstore.AppendResult{}, err
+			}
+		}
+		data, err := sealMembers(dk, e.Data, fields, aadOfEvent(stream, e.Type))
+		if err != nil {
+			return eventstore.AppendResult{}, err
+		}
+		if &out[0] == &events[0] {
+			out = append([]eventstore.EventData(nil), events...)
+		}
+		out[i].Data = data
+	}
+	return s.inner.Append(ctx, stream, expected, out)
+}
+
+func sealMembers(dk *DataKey, data []byte, fields map[string]json.RawMessage, aad []byte) ([]byte, error) {
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(data, &obj); err != nil {
+		return nil, fmt.Errorf("sealed: event data: %w", err)
+	}
+	if _, ok := obj[sealedMember]; ok {
+		return nil, errors.New("sealed: event data already has a sealed member")
+	}
+	personal := map[string]json.RawMessage{}
+	for f := range fields {
+		if v, ok := obj[f]; ok {
+			personal[f] = v
+			delete(obj, f)
+		}
+	}
+	plain, err := json.Marshal(personal)
+	if err != nil {
+		return nil, err
+	}
+	ct, err := json.Marshal(base64.StdEncoding.EncodeToString(dk.Seal(plain, aad)))
+	if err != nil {
+		return nil, err
+	}
+	obj[sealedMember] = ct
+	return json.Marshal(obj)
+}
+
+// open returns recs with their personal members opened (a copy where any changed).
+func (s *Store) open(ctx context.Context, recs []eventstore.RecordedEvent) ([]eventstore.RecordedEvent, error) {
+	out := recs
+	for i, r := range recs {
+		fields := domain.PersonalFields(r.Type)
+		if fields == nil || !bytes.Contains(r.Data, []byte(`"`+sealedMember+`"`)) {
+			continue
+		}
+		tenant, id, ok, err := inquiryOf(r.StreamID, r.Metadata)
+		if err != nil || !ok {
+			if err == nil {
+				continue
+			}
+			return nil, err
+		}
+		dk, err := s.keys.Get(ctx, tenant, id)
+		if err != nil && !errors.Is(err, ErrErased) {
+			return nil, err
+		}
+		data, err := openMembers(dk, r.Data, fields, aadOfEvent(r.StreamID, r.Type))
+		if err != nil {
+			return nil, fmt.Errorf("%s revision %d: %w", r.StreamID, r.Revision, err)
+		}
+		if &out[0] == &recs[0] {
+			out = append([]eventstore.RecordedEvent(nil), recs...)
+		}
+		out[i].Data = data
+	}
+	return out, nil
+}
+
+// openMembers merges the sealed members back; with no key (destroyed) each reads as erased.
+func openMembers(dk *DataKey, data []byte, fields map[string]json.RawMessage, aad []byte) ([]byte, error) {
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(data, &obj); err != nil {
+		return nil, fmt.Errorf("sealed: event data: %w", err)
+	}
+	raw, ok := obj[sealedMember]
+	if !ok {
+		return data, nil
+	}
+	delete(obj, sealedMember)
+	if dk == nil {
+		return Redact(obj, fields)
+	}
+	var b64 string
+	if err := json.Unmarshal(raw, &b64); err != nil {
+		return nil, fmt.Errorf("sealed: sealed member: %w", err)
+	}
+	ct, err := base64.StdEncoding.DecodeString(b64)
+	if err != nil {
+		return nil, fmt.Errorf("sealed: sealed member: %w", err)
+	}
+	plain, err := dk.Open(ct, aad)
+	if err != nil {
+		return nil, err
+	}
+	var personal map[string]json.RawMessage
+	if err := json.Unmarshal(plain, &personal); err != nil {
+		return nil, fmt.Errorf("sealed: sealed members: %w", err)
+	}
+	for f, v := range personal {
+		obj[f] = v
+	}
+	return json.Marshal(obj)
+}
+
+// Redact sets every personal member of obj to what it reads once erased and returns its JSON.
+func Redact(obj map[string]json.RawMessage, fields map[string]json.RawMessage) ([]byte, error) {
+	for f, v := range fields {
+		obj[f] = v
+	}
+	return json.Marshal(obj)
+}
+
+// ReadStream implements eventstore.Store.
+func (s *Store) ReadStream(ctx context.Context, stream string, from uint64, limit int) ([]eventstore.RecordedEvent, error) {
+	recs, err := s.inner.ReadStream(ctx, stream, from, limit)
+	if err != nil {
+		return nil, err
+	}
+	return s.open(ctx, recs)
+}
+
+// ReadAll implements eventstore.Store.
+func (s *Store) ReadAll(ctx context.Context, from eventstore.Position, limit int) ([]eventstore.RecordedEvent, error) {
+	recs, err := s.inner.ReadAll(ctx, from, limit)
+	if err != nil {
+		return nil, err
+	}
+	return s.open(ctx, recs)
+}
+
+// Subscribe implements eventstore.Store.
+func (s *Store) Subscribe(ctx context.Context, from eventstore.Position, fn func(context.Context, []eventstore.RecordedEvent) error) error {
+	return s.inner.Subscribe(ctx, from, func(ctx context.Context, recs []eventstore.RecordedEvent) error {
+		opened, err := s.open(ctx, recs)
+		if err != nil {
+			return err
+		}
+		return fn(ctx, opened)
+	})
+}
+
+// Head implements eventstore.Store.
+func (s *Store) Head(ctx context.Context) (eventstore.Position, error) { return s.inner.Head(ctx) }
+
+// Close implements eventstore.Store; it closes the inner store.
+func (s *Store) Close() error { return s.inner.Close() }
