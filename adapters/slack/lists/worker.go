@@ -79,7 +79,11 @@ func (w *Worker) load(ctx context.Context, tenant domain.TenantID, list string, 
 	return c, q, true, nil
 }
 
-func inScope(c Config, q *domain.Inquiry) bool { return c.Team == "" || c.Team == q.Team }
+// inScope reports whether q belongs on the List: its team's, and neither archived nor erased (the
+// data lifecycle removes an archived or erased inquiry's row at once and never creates one).
+func inScope(c Config, q *domain.Inquiry) bool {
+	return (c.Team == "" || c.Team == q.Team) && !q.Archived && !q.Erased
+}
 
 // plan names the List row target and its installation.
 func (w *Worker) plan(ctx context.Context, c Config, id domain.InquiryID, do func(ctx context.Context, api *slack.Client) error) (*slackeffects.Plan, error) {

@@ -30,6 +30,16 @@ type SlackThreadSynced struct {
 	Version uint64 `json:"version"`
 }
 
+// SlackThreadDeleted records that the inquiry's thread was deleted from Slack (its erasure): every
+// reply Casebook could delete and then the root. The mapping is revoked: nothing is posted again.
+// Kept counts the replies Slack refused to let the app delete (people's own replies).
+type SlackThreadDeleted struct {
+	Channel string `json:"channel"`
+	TS      string `json:"ts"`
+	Version uint64 `json:"version"`
+	Kept    int    `json:"kept,omitempty"`
+}
+
 // StreamKind is the kind of an inquiry's thread stream, slackthread-{tenant}-{inquiry}.
 const StreamKind = "slackthread"
 
@@ -48,6 +58,7 @@ type threadState struct {
 	Channel      string
 	TS           string
 	Observed     uint64
+	Deleted      bool // the thread was deleted (erasure): never posted again
 }
 
 // readThread folds the thread events of an inquiry: the log, not a projection, is what the worker
@@ -79,6 +90,13 @@ func (st *threadState) apply(typ string, data []byte) error {
 		if err := json.Unmarshal(data, &e); err != nil {
 			return err
 		}
+		st.Observed = max(st.Observed, e.Version)
+	case "SlackThreadDeleted":
+		var e SlackThreadDeleted
+		if err := json.Unmarshal(data, &e); err != nil {
+			return err
+		}
+		st.TS, st.Channel, st.Installation, st.Deleted = "", "", "", true
 		st.Observed = max(st.Observed, e.Version)
 	default:
 		return fmt.Errorf("threads: unknown event type %q", typ)

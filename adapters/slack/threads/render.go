@@ -77,6 +77,9 @@ func fieldsOf(q *domain.Inquiry, link string) []field {
 func RenderRoot(q *domain.Inquiry, clearance domain.Classification, link string) Rendered {
 	fs := cleared(clearance, fieldsOf(q, link))
 	title := "Inquiry " + q.Receipt
+	if q.Archived {
+		title += " (archived)"
+	}
 	lines := []string{"*" + slackinstall.FitEscaped(title, maxFieldText) + "*"}
 	for _, f := range fs {
 		if f.name == "status" {
@@ -143,6 +146,9 @@ func actions(q *domain.Inquiry, clearance domain.Classification) []slack.BlockEl
 	button := func(id, label string) *slack.ButtonBlockElement {
 		return slack.NewButtonBlockElement(id, slackinstall.Fit(q.Receipt, slackinstall.MaxActionValue), txt(label))
 	}
+	if q.Archived || q.Erased {
+		return nil // an archived inquiry takes no operator action but unarchive (not offered in Slack)
+	}
 	exact := domain.Cleared("status", clearance)
 	var els []slack.BlockElement
 	open := !q.Status.Terminal()
@@ -175,11 +181,16 @@ func actions(q *domain.Inquiry, clearance domain.Classification) []slack.BlockEl
 }
 
 // statusFor is the status a destination may see: exact when cleared, else open/closed.
+// An archived inquiry says so.
 func statusFor(q *domain.Inquiry, clearance domain.Classification) string {
+	st := coarse(q.Status)
 	if domain.Cleared("status", clearance) {
-		return string(q.Status)
+		st = string(q.Status)
 	}
-	return coarse(q.Status)
+	if q.Archived {
+		st += ", archived"
+	}
+	return st
 }
 
 // RenderReply renders the thread reply announcing the inquiry's state at its current version.

@@ -80,6 +80,19 @@ func (w *Worker) Plan(ctx context.Context, a SyncArgs) (*slackeffects.Plan, erro
 	if err != nil {
 		return nil, err
 	}
+	if q.Erased || th.Deleted {
+		// Erasure: delete the thread; an erased inquiry is never posted.
+		if th.TS == "" {
+			return nil, nil
+		}
+		return &slackeffects.Plan{
+			Target:       slackeffects.Target{Tenant: a.Tenant, Installation: th.Installation, Destination: th.Channel, Inquiry: a.Inquiry},
+			Installation: dest.Installation,
+			Do: func(ctx context.Context, api *slack.Client) error {
+				return w.deleteThread(ctx, api, q, th)
+			},
+		}, nil
+	}
 	mapped := th.TS != "" && th.Channel == dest.Channel && th.Installation == dest.Installation.Key
 	if mapped && th.Observed >= q.Version {
 		return nil, nil // coalesced: a newer job already applied this version or a later one
@@ -225,4 +238,49 @@ func (w *Worker) findByKey(ctx context.Context, api *slack.Client, channel, key 
 		}
 	}
 	return "", nil
+}
+
+// deleteThread deletes an erased inquiry's thread: every reply (Slack refuses the app a person's
+// own reply: those are counted and left, see the README's data lifecycle), then the root, then
+// records SlackThreadDeleted. A message already gone counts as deleted, so a retry converges.
+func (w *Worker) deleteThread(ctx context.Context, api *slack.Client, q *domain.Inquiry, th threadState) error {
+	var replies []string
+	cursor := ""
+	for {
+		msgs, more, next, err := api.GetConversationRepliesContext(ctx, &slack.GetConversationRepliesParameters{
+			ChannelID: th.Channel, Timestamp: th.TS, Cursor: cursor, Limit: 200,
+		})
+		if slackeffects.Classify(err).Code == "thread_not_found" {
+			break
+		}
+		if err != nil {
+			return err
+		}
+		for _, m := range msgs {
+			if m.Timestamp != th.TS {
+				replies = append(replies, m.Timestamp)
+			}
+		}
+		if !more || next == "" {
+			break
+		}
+		cursor = next
+	}
+	kept := 0
+	for _, ts := range replies {
+		_, _, err := api.DeleteMessageContext(ctx, th.Channel, ts)
+		switch f := slackeffects.Classify(err); {
+		case err == nil, f.Class == slackeffects.ClassGone:
+		case f.Code == "cant_delete_message":
+			kept++
+		default:
+			return err
+		}
+	}
+	if _, _, err := api.DeleteMessageContext(ctx, th.Channel, th.TS); err != nil && slackeffects.Classify(err).Class != slackeffects.ClassGone {
+		return err
+	}
+	_, err := w.Effects.Record(ctx, Stream(q.TenantID, q.ID), th.Revision, q.TenantID, fmt.Sprintf("slack:delete/%s/%s/%s", q.TenantID, q.ID, th.TS),
+		"SlackThreadDeleted", SlackThreadDeleted{Channel: th.Channel, TS: th.TS, Version: q.Version, Kept: kept})
+	return err
 }
