@@ -1,0 +1,145 @@
+package scenarios
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/casebook/casebook/adapters/slack/fakeslack"
+	"github.com/casebook/casebook/adapters/slack/lists"
+	"github.com/casebook/casebook/domain"
+)
+
+// TestSlackArchiveAndErasureScenario runs the end-to-end path on to archive and erasure with the
+// real binary and the fake Slack: an inquiry with unique personal strings gets its thread (in a
+// channel cleared for personal data) and its List row; archiving removes the row and marks the
+// root archived without buttons; a viewer cannot unarchive; after unarchive the row is back; an
+// operator's erasure is refused; the admin's erasure deletes the thread (root and replies) and the
+// row, so the fake Slack holds none of the strings, while the timeline still lists every version
+// with its actor and time.
+func TestSlackArchiveAndErasureScenario(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	const ch, secret = "C0OPS000002", "scenario-signing-secret"
+	fake := fakeslack.NewTestServer(t, fakeslack.Options{Channels: []string{ch}, Clock: fakeslack.SystemClock()})
+	var st []string
+	for _, s := range domain.Statuses {
+		st = append(st, string(s))
+	}
+	li, err := fake.CreateList("Inquiries",
+		fakeslack.Column{Key: lists.ColReceipt, Type: "text", Primary: true},
+		fakeslack.Column{Key: lists.ColMarker, Type: "text"},
+		fakeslack.Column{Key: lists.ColStatus, Type: "select", Choices: st},
+		fakeslack.Column{Key: lists.ColPriority, Type: "select", Choices: []string{"low", "normal", "high", "urgent"}},
+		fakeslack.Column{Key: lists.ColTeam, Type: "text"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	op := slackTenantWithOperator(t, dir, fake, secret)
+	var out map[string]any
+	cli(t, dir, &out, "slack", "destination", "--tenant", "acme", "--channel", ch, "--clearance", "personal")
+	cli(t, dir, &out, "lists", "activate", "--tenant", "acme", "--list", li.ID, "--clearance", "internal", "--remove-after", "1h")
+	var viewer struct {
+		Token string `json:"token"`
+	}
+	cli(t, dir, &viewer, "principals", "create", "--tenant", "acme", "--name", "Vic", "--role", "viewer")
+	srv := start(t, dir)
+	secrets := []string{"Zanzibar Quux", "zanzibar.q5519@example.net", "Subject-Ultramarine-6613", "Message-Vermilion-2290", "Note-Chartreuse-7741"}
+	body := fmt.Sprintf(`{"name":%q,"email":%q,"subject":%q,"message":%q,"category":"billing"}`, secrets[0], secrets[1], secrets[2], secrets[3])
+	if status, _, err := srv.do("POST", "/v1/public/acme/inquiries", "", "form-erase-1", body); err != nil || status != 202 {
+		t.Fatalf("intake = %d %v", status, err)
+	}
+	id := firstInquiryID(t, srv, op.Token)
+	path := "/v1/inquiries/" + id
+	detail := func() map[string]any {
+		_, d, err := srv.do("GET", path+"?consistent=true", op.Token, "", "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	slackState := func() string {
+		sl, _ := detail()["slack"].(map[string]any)
+		s, _ := sl["state"].(string)
+		return s
+	}
+	eventually(t, "the root message", func() bool { return slackState() == "synced" })
+	eventually(t, "the List row", func() bool { return len(fake.Rows(li.ID)) == 1 })
+	if status, _, err := srv.do("POST", path+"/notes", op.Token, "", fmt.Sprintf(`{"body":%q}`, secrets[4])); err != nil || status != 200 {
+		t.Fatalf("note = %d %v", status, err)
+	}
+	eventually(t, "the note's reply", func() bool {
+		ms := fake.Messages(ch)
+		return len(ms) == 1 && len(ms[0].Replies) >= 1 && slackState() == "synced"
+	})
+	holds := func(s string) bool {
+		for _, m := range fake.Messages(ch) {
+			if strings.Contains(m.Text, s) || strings.Contains(string(m.Blocks), s) {
+				return true
+			}
+			for _, r := range m.Replies {
+				if strings.Contains(r.Text, s) || strings.Contains(string(r.Blocks), s) {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	if !holds(secrets[2]) {
+		t.Fatal("the personal channel's root does not show the subject: the erasure check below would prove nothing")
+	}
+	version := func() string { return fmt.Sprint(detail()["version"]) }
+
+	if status, _, err := srv.doIfMatch("POST", path+"/archive", op.Token, version(), `{"reason":"answered by phone"}`); err != nil || status != 200 {
+		t.Fatalf("archive = %d %v", status, err)
+	}
+	eventually(t, "the row removed and the root marked archived", func() bool {
+		ms := fake.Messages(ch)
+		return len(fake.Rows(li.ID)) == 0 && len(ms) == 1 && strings.Contains(ms[0].Text, "archived") &&
+			!strings.Contains(string(ms[0].Blocks), `"action_id"`)
+	})
+	if status, e, _ := srv.do("POST", path+"/notes", op.Token, "", `{"body":"late"}`); status != 409 || fmt.Sprint(e["error"].(map[string]any)["code"]) != "archived" {
+		t.Fatalf("note on archived = %d %v", status, e)
+	}
+	if status, _, _ := srv.doIfMatch("POST", path+"/unarchive", viewer.Token, version(), ""); status != 403 {
+		t.Fatalf("viewer unarchive = %d", status)
+	}
+	if status, _, err := srv.doIfMatch("POST", path+"/unarchive", op.Token, version(), `{"reason":"customer wrote again"}`); err != nil || status != 200 {
+		t.Fatalf("unarchive = %d %v", status, err)
+	}
+	eventually(t, "the row back after unarchive", func() bool { return len(fake.Rows(li.ID)) == 1 && slackState() == "synced" })
+
+	if status, _, _ := srv.doIfMatch("POST", path+"/erase", op.Token, version(), ""); status != 403 {
+		t.Fatalf("operator erase = %d", status)
+	}
+	if status, e, err := srv.doIfMatch("POST", path+"/erase", op.AdminToken, version(), ""); err != nil || status != 200 {
+		t.Fatalf("erase = %d %v %v", status, e, err)
+	}
+	eventually(t, "the thread and the row deleted", func() bool {
+		return len(fake.Messages(ch)) == 0 && len(fake.Rows(li.ID)) == 0
+	})
+	for _, s := range secrets {
+		if holds(s) {
+			t.Errorf("the fake Slack still holds %q", s)
+		}
+	}
+	d := detail()
+	if d["erased"] != true || d["subject"] != domain.Erased {
+		t.Fatalf("detail after erasure = %v", d)
+	}
+	_, tl, err := srv.do("GET", path+"/timeline", op.AdminToken, "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	items, _ := tl["items"].([]any)
+	want := []string{"InquiryReceived", "NoteAdded", "InquiryArchived", "InquiryUnarchived", "InquiryErased"}
+	if len(items) != len(want) {
+		t.Fatalf("timeline = %v", tl)
+	}
+	for i, it := range items {
+		e := it.(map[string]any)
+		if e["type"] != want[i] || e["actor"] == "" || e["occurred_at"] == "" || strings.Contains(fmt.Sprint(e["data"]), secrets[4]) {
+			t.Fatalf("timeline entry %d = %v", i, e)
+		}
+	}
+}
