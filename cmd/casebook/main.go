@@ -80,6 +80,7 @@ commands:
   jobs list|show|retry|cancel|resolve --tenant S [--id J] [--state S] [--reason R]
                                              due jobs (follow-ups, SLA warnings and breaches, escalations);
                                              reviewed manual recovery
+  erase --tenant S --inquiry ID              crypto-shred an inquiry's personal data (refused under legal hold)
   dev fake-slack [--addr A]                  serve the fake Slack Web API for local demos
   version                                    print the version, commit and Go version
 
@@ -123,6 +124,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return slaCmd(ctx, rest, stdout, stderr)
 	case "jobs":
 		return jobsCmd(ctx, rest, stdout, stderr)
+	case "erase":
+		return eraseCmd(ctx, rest, stdout, stderr)
 	case "dev":
 		return devCmd(ctx, rest, stdout, stderr)
 	case "version", "--version":
