@@ -280,21 +280,24 @@ func (k *Keys) Rewrap(ctx context.Context) (int, error) {
 		tenant, id, kekID string
 		wrapped           []byte
 	}
-	var rows []row
-	rs, err := k.db.QueryContext(ctx, k.db.Rebind(`SELECT tenant_id, inquiry_id, kek_id, wrapped FROM inquiry_keys
-		WHERE wrapped IS NOT NULL AND kek_id <> ?`), k.current)
-	if err != nil {
-		return 0, err
-	}
-	for rs.Next() {
-		var r row
-		if err := rs.Scan(&r.tenant, &r.id, &r.kekID, &r.wrapped); err != nil {
-			_ = rs.Close()
-			return 0, err
+	rows, err := func() ([]row, error) {
+		rs, err := k.db.QueryContext(ctx, k.db.Rebind(`SELECT tenant_id, inquiry_id, kek_id, wrapped FROM inquiry_keys
+			WHERE wrapped IS NOT NULL AND kek_id <> ?`), k.current)
+		if err != nil {
+			return nil, err
 		}
-		rows = append(rows, r)
-	}
-	if err := rs.Close(); err != nil {
+		defer rs.Close()
+		var out []row
+		for rs.Next() {
+			var r row
+			if err := rs.Scan(&r.tenant, &r.id, &r.kekID, &r.wrapped); err != nil {
+				return nil, err
+			}
+			out = append(out, r)
+		}
+		return out, rs.Err()
+	}()
+	if err != nil {
 		return 0, err
 	}
 	n := 0

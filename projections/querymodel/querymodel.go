@@ -315,32 +315,34 @@ func write(ctx context.Context, b *projections.Batch, p *prepared, skip map[key]
 // redactTimeline anonymizes an erased inquiry's timeline: every personal member of its entries
 // reads domain.Erased. The entries themselves (type, actor, time) stay.
 func redactTimeline(ctx context.Context, b *projections.Batch, table, tenant, id string) error {
-	rs, err := b.Query(ctx, `SELECT version, type, data FROM `+table+` WHERE tenant_id = ? AND inquiry_id = ?`, tenant, id)
-	if err != nil {
-		return err
-	}
 	type entry struct {
 		version uint64
 		data    string
 	}
-	var change []entry
-	for rs.Next() {
-		var e entry
-		var typ string
-		if err := rs.Scan(&e.version, &typ, &e.data); err != nil {
-			_ = rs.Close()
-			return err
-		}
-		red, err := domain.RedactJSON(typ, []byte(e.data))
+	change, err := func() ([]entry, error) {
+		rs, err := b.Query(ctx, `SELECT version, type, data FROM `+table+` WHERE tenant_id = ? AND inquiry_id = ?`, tenant, id)
 		if err != nil {
-			_ = rs.Close()
-			return fmt.Errorf("redact %s: %w", typ, err)
+			return nil, err
 		}
-		if string(red) != e.data {
-			change = append(change, entry{e.version, string(red)})
+		defer rs.Close()
+		var out []entry
+		for rs.Next() {
+			var e entry
+			var typ string
+			if err := rs.Scan(&e.version, &typ, &e.data); err != nil {
+				return nil, err
+			}
+			red, err := domain.RedactJSON(typ, []byte(e.data))
+			if err != nil {
+				return nil, fmt.Errorf("redact %s: %w", typ, err)
+			}
+			if string(red) != e.data {
+				out = append(out, entry{e.version, string(red)})
+			}
 		}
-	}
-	if err := rs.Close(); err != nil {
+		return out, rs.Err()
+	}()
+	if err != nil {
 		return err
 	}
 	for _, e := range change {
