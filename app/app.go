@@ -291,6 +291,7 @@ func (a *App) wireSlack(ctx context.Context, secret []byte, qm *projections.Runn
 	if err != nil {
 		return err
 	}
+	st.AppSigningSecret = a.Config.SlackOAuth.SigningSecret // the app's, not an installation's
 	a.Slack = st
 	if a.SlackOAuth, err = slackinstall.NewOAuth(ctx, st, secret, a.Config.SlackOAuth); err != nil {
 		return err

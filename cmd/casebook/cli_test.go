@@ -101,7 +101,7 @@ func TestMissingRequiredFlagNamed(t *testing.T) {
 	for args, want := range map[string]string{
 		"tenants create":               "--slug",
 		"principals create --tenant a": "--name",
-		"slack install --tenant a":     "--signing-secret, --token",
+		"slack install --tenant a":     "--token",
 		"replay":                       "--projection",
 		"tokens list":                  "--tenant",
 		"tokens create --tenant a":     "--principal",

@@ -21,7 +21,7 @@ import (
 
 const slackUsage = `usage:
   casebook slack manifest --public-url https://… [--name N] [--lists]
-  casebook slack install --tenant S --token xoxb-… --signing-secret X [--app-id A] [--slack-api-url U]
+  casebook slack install --tenant S --token xoxb-… [--signing-secret X] [--app-id A] [--slack-api-url U]
   casebook slack destination --tenant S --channel C [--team T] --clearance public|internal|personal
   casebook slack link-user --tenant S --slack-user U… --principal ID [--installation ID]
   casebook slack escalation --tenant S (--channel C --clearance public|internal|personal | --clear | --show)`
@@ -45,13 +45,16 @@ func slackCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	switch args[0] {
 	case "install":
 		token := fs.String("token", "", required+"bot token (xoxb-…)")
-		signing := fs.String("signing-secret", "", required+"the app's signing secret")
-		appID := fs.String("app-id", "", "Slack app id (part of the installation's identity)")
+		signing := fs.String("signing-secret", "", "a signing secret for this installation only (default: the app's, CASEBOOK_SLACK_SIGNING_SECRET, which serve must have too)")
+		appID := fs.String("app-id", "", "Slack app id; learned from the token when omitted (then a mismatch is refused)")
 		apiURL := fs.String("slack-api-url", envOr("CASEBOOK_SLACK_API_URL", slackinstall.DefaultAPIURL), "Slack Web API base URL (CASEBOOK_SLACK_API_URL)")
 		if err := parseFlags(fs, args[1:]); err != nil {
 			return err
 		}
 		return withTenant(ctx, sf, stderr, *tenant, func(a *app.App, t domain.TenantID) error {
+			if a.Slack.AppSigningSecret == "" {
+				a.Slack.AppSigningSecret = envOr("CASEBOOK_SLACK_SIGNING_SECRET", "")
+			}
 			in, err := a.Slack.Install(ctx, slackinstall.InstallRequest{Tenant: t, Token: *token, SigningSecret: *signing, AppID: *appID, APIURL: *apiURL})
 			if err != nil {
 				return err

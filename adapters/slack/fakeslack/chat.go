@@ -14,8 +14,9 @@ import (
 const historyMaxLimit = 999
 
 type channel struct {
-	id   string
-	msgs []*message // every message, replies too, in ts order
+	id        string
+	msgs      []*message // every message, replies too, in ts order
+	botAbsent bool       // the bot is not a member (members.go)
 }
 
 func newChannel(id string) *channel { return &channel{id: id} }
@@ -171,9 +172,9 @@ func parseMetadata(raw []byte) (json.RawMessage, *apiError) {
 }
 
 func (s *Server) chatPostMessage(req *request) (any, *apiError) {
-	c, ok := s.channelLocked(req.channel)
-	if !ok {
-		return nil, errCode(CodeChannelNotFound)
+	c, e := s.memberChannelLocked(req.channel)
+	if e != nil {
+		return nil, e
 	}
 	m := &message{user: s.opts.BotUserID, botID: s.opts.BotID, app: s.opts.AppID, text: req.p.str("text")}
 	if raw := req.p.raw("blocks"); raw != nil {
@@ -215,9 +216,9 @@ func (s *Server) chatPostMessage(req *request) (any, *apiError) {
 // ownMessageLocked finds the bot's own live message named by the request; another author's is
 // refused with notOwn, as Slack refuses to edit or delete it.
 func (s *Server) ownMessageLocked(req *request, notOwn string) (*channel, *message, *apiError) {
-	c, ok := s.channelLocked(req.channel)
-	if !ok {
-		return nil, nil, errCode(CodeChannelNotFound)
+	c, e := s.memberChannelLocked(req.channel)
+	if e != nil {
+		return nil, nil, e
 	}
 	m, _ := c.find(req.p.str("ts"))
 	if m == nil || m.subtype == "tombstone" {
@@ -292,9 +293,9 @@ func (c *channel) remove(m *message) {
 const historyCursorPrefix = "next_ts:"
 
 func (s *Server) conversationsHistory(req *request) (any, *apiError) {
-	c, ok := s.channelLocked(req.channel)
-	if !ok {
-		return nil, errCode(CodeChannelNotFound)
+	c, e := s.memberChannelLocked(req.channel)
+	if e != nil {
+		return nil, e
 	}
 	limit, ok := req.p.integer("limit", 100)
 	if !ok {

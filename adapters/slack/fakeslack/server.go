@@ -324,6 +324,10 @@ func lookupMethod(name string) (methodSpec, bool) {
 		return methodSpec{scope: ScopeChatWrite, fn: (*Server).chatUpdate}, true
 	case "chat.delete":
 		return methodSpec{scope: ScopeChatWrite, fn: (*Server).chatDelete}, true
+	case "bots.info":
+		return methodSpec{scope: ScopeUsersRead, fn: (*Server).botsInfo}, true
+	case "conversations.info":
+		return methodSpec{scope: ScopeChannelsRead, fn: (*Server).conversationsInfo}, true
 	case "views.open":
 		return methodSpec{fn: (*Server).viewsOpen}, true
 	case "chat.getPermalink":

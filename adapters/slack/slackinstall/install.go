@@ -89,6 +89,10 @@ type Store struct {
 	Now    func() time.Time
 	// HTTPClient is used for Slack calls; nil uses one with a 10 s timeout.
 	HTTPClient *http.Client
+	// AppSigningSecret is the app's signing secret (CASEBOOK_SLACK_SIGNING_SECRET): configuration,
+	// not an installation's. With it, Slack's URL check succeeds before any install, and an
+	// installation recorded without a secret of its own is verified with it.
+	AppSigningSecret string
 }
 
 // NewStore migrates the tables and returns a store.
@@ -159,22 +163,28 @@ func (s *Store) NewestInstallation(ctx context.Context, tenant domain.TenantID) 
 
 // InstallRequest is what `casebook slack install` supplies.
 type InstallRequest struct {
-	Tenant        domain.TenantID
-	Token         string
+	Tenant domain.TenantID
+	Token  string
+	// SigningSecret is stored with the installation only when given; "" relies on the app's
+	// (Store.AppSigningSecret), which must then be configured.
 	SigningSecret string
-	AppID         string
-	APIURL        string
+	// AppID, when given, must be the app the token belongs to; "" learns it.
+	AppID  string
+	APIURL string
 }
 
-// Install verifies the token with auth.test and records the installation; a reinstall of the same
-// key supersedes the old row (destinations move to the new one) with an audit event. A key held by
-// another tenant is domain.ErrConflict.
+// Install verifies the token with auth.test, learns the token's app id (auth.test → bot id →
+// bots.info) and records the installation; a reinstall of the same key supersedes the old row
+// (destinations move to the new one) with an audit event. An installation requests could not be
+// matched to is refused: no signing secret (neither given nor the app's), or no app id (not
+// learnable and not given, or given and not the token's). A key held by another tenant is
+// domain.ErrConflict.
 func (s *Store) Install(ctx context.Context, r InstallRequest) (Installation, error) {
 	if !strings.HasPrefix(r.Token, "xoxb-") {
 		return Installation{}, domain.Invalid("token", "must be a bot token (xoxb-…)")
 	}
-	if r.SigningSecret == "" {
-		return Installation{}, domain.Invalid("signing_secret", "is required")
+	if r.SigningSecret == "" && s.AppSigningSecret == "" {
+		return Installation{}, domain.Invalid("signing_secret", "is required: set CASEBOOK_SLACK_SIGNING_SECRET (the app's Basic Information → Signing Secret)")
 	}
 	if r.APIURL == "" {
 		r.APIURL = DefaultAPIURL
@@ -184,9 +194,13 @@ func (s *Store) Install(ctx context.Context, r InstallRequest) (Installation, er
 	if err != nil {
 		return Installation{}, fmt.Errorf("auth.test: %w", err)
 	}
+	appID, err := learnAppID(ctx, api, auth.BotID, r.AppID)
+	if err != nil {
+		return Installation{}, err
+	}
 	in := Installation{
 		ID: tenancy.NewID(), Tenant: r.Tenant, EnterpriseID: auth.EnterpriseID, TeamID: auth.TeamID,
-		AppID: r.AppID, BotUserID: auth.UserID, APIURL: r.APIURL, token: r.Token,
+		AppID: appID, BotUserID: auth.UserID, APIURL: r.APIURL, token: r.Token,
 	}
 	in.Key = InstallKey(in.EnterpriseID, in.TeamID, in.AppID)
 	var replaces string
@@ -222,6 +236,31 @@ func (s *Store) Install(ctx context.Context, r InstallRequest) (Installation, er
 	_, err = AppendEvent(ctx, s.Events, InstallationStream(r.Tenant), eventstore.Any(), r.Tenant, Actor, "slack-install:"+in.ID, s.Now(),
 		"SlackInstalled", SlackInstalled{InstallationID: in.ID, Key: in.Key, EnterpriseID: in.EnterpriseID, TeamID: in.TeamID, AppID: in.AppID, Replaces: replaces})
 	return in, err
+}
+
+// learnAppID asks Slack which app the bot belongs to (bots.info, scope users:read). Every request
+// Slack sends names its app, so an installation without the right app id would match none of them
+// (every click silently ignored): a learned id that differs from the given one, or none at all,
+// refuses the install.
+func learnAppID(ctx context.Context, api *slack.Client, botID, given string) (string, error) {
+	var learned string
+	var why error
+	if botID == "" {
+		why = errors.New("auth.test names no bot")
+	} else if bot, err := api.GetBotInfoContext(ctx, slack.GetBotInfoParameters{Bot: botID}); err != nil {
+		why = fmt.Errorf("bots.info: %w", err)
+	} else {
+		learned = bot.AppID
+	}
+	switch {
+	case learned != "" && given != "" && learned != given:
+		return "", domain.Invalid("app_id", "is %s, but the token belongs to app %s", given, learned)
+	case learned != "":
+		return learned, nil
+	case given != "":
+		return given, nil
+	}
+	return "", domain.Invalid("app_id", "could not be learned (%v): grant users:read or pass --app-id (the app's Basic Information → App ID)", why)
 }
 
 // Installation returns a tenant's active installation by id; domain.ErrNotFound otherwise.

@@ -46,8 +46,8 @@ type Signing struct {
 	Secret         string
 }
 
-// SigningSecrets returns every active installation's signing secret, for verifying a request
-// before anything in it is read.
+// SigningSecrets returns the app's signing secret (when configured, first, with no installation)
+// and every active installation's own, for verifying a request before anything in it is read.
 func (s *Store) SigningSecrets(ctx context.Context) ([]Signing, error) {
 	rows, err := s.DB.QueryContext(ctx, `SELECT id, tenant_id, install_key, signing_sealed FROM slack_installations WHERE active = 1 ORDER BY installed_at`)
 	if err != nil {
@@ -55,6 +55,9 @@ func (s *Store) SigningSecrets(ctx context.Context) ([]Signing, error) {
 	}
 	defer rows.Close()
 	var out []Signing
+	if s.AppSigningSecret != "" {
+		out = append(out, Signing{Secret: s.AppSigningSecret})
+	}
 	for rows.Next() {
 		var g Signing
 		var sealed string
@@ -64,13 +67,16 @@ func (s *Store) SigningSecrets(ctx context.Context) ([]Signing, error) {
 		if g.Secret, err = s.Sealer.Open(sealed, g.InstallationID+"/signing_secret"); err != nil {
 			return nil, err
 		}
-		out = append(out, g)
+		if g.Secret != "" {
+			out = append(out, g)
+		}
 	}
 	return out, rows.Err()
 }
 
 // InstallationByKey returns the active installation with an installation key and its signing
-// secret. An unknown key is domain.ErrNotFound.
+// secret: its own, else the app's. An unknown key, or one with no secret at all, is
+// domain.ErrNotFound.
 func (s *Store) InstallationByKey(ctx context.Context, key string) (Installation, string, error) {
 	var tenant domain.TenantID
 	var id string
@@ -86,6 +92,11 @@ func (s *Store) InstallationByKey(ctx context.Context, key string) (Installation
 		return Installation{}, "", err
 	}
 	sec, err := s.SigningSecret(ctx, tenant, id)
+	if err == nil && sec == "" {
+		if sec = s.AppSigningSecret; sec == "" {
+			return Installation{}, "", fmt.Errorf("installation has no signing secret: %w", domain.ErrNotFound)
+		}
+	}
 	return in, sec, err
 }
 

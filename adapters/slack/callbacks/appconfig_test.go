@@ -1,0 +1,115 @@
+package callbacks_test
+
+import (
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/casebook/casebook/adapters/slack/fakeslack"
+	"github.com/casebook/casebook/adapters/slack/slackinstall"
+	"github.com/casebook/casebook/app"
+	"github.com/casebook/casebook/app/apptest"
+	"github.com/casebook/casebook/domain"
+)
+
+func signedJSON(now time.Time, path, body, sec string) *http.Request {
+	req := httptest.NewRequest(http.MethodPost, path, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	ts := strconv.FormatInt(now.Unix(), 10)
+	req.Header.Set("X-Slack-Request-Timestamp", ts)
+	req.Header.Set("X-Slack-Signature", signatureFor(sec, ts, body))
+	return req
+}
+
+// TestURLVerificationBeforeFirstInstall: with the app's signing secret configured
+// (CASEBOOK_SLACK_SIGNING_SECRET), Slack's Events URL check succeeds before any installation
+// exists; another secret is still 401. An installation recorded without a secret of its own is
+// then verified with the app's.
+func TestURLVerificationBeforeFirstInstall(t *testing.T) {
+	t.Parallel()
+	c := apptest.NewClock(time.Date(2026, 11, 1, 9, 0, 0, 0, time.UTC))
+	a := apptest.Open(t, app.Config{DataDir: filepath.Join(t.TempDir(), "data"), Now: c.Now,
+		SlackOAuth: slackinstall.OAuthConfig{SigningSecret: "app-secret"}})
+	h := a.Handler()
+	serve := func(req *http.Request) *httptest.ResponseRecorder {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		return rec
+	}
+	check := `{"type":"url_verification","challenge":"ch4ll3nge"}`
+	if rec := serve(signedJSON(c.Now(), "/slack/events", check, "app-secret")); rec.Code != 200 || !strings.Contains(rec.Body.String(), "ch4ll3nge") {
+		t.Fatalf("url_verification before install = %d %s", rec.Code, rec.Body)
+	}
+	if rec := serve(signedJSON(c.Now(), "/slack/events", check, "not-the-app")); rec.Code != http.StatusUnauthorized {
+		t.Fatalf("wrong secret = %d", rec.Code)
+	}
+	fake := fakeslack.NewTestServer(t, fakeslack.Options{Channels: []string{channel}})
+	ten, _, _, err := a.Tenancy.CreateTenant(t.Context(), "acme")
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, err := a.Slack.Install(t.Context(), slackinstall.InstallRequest{Tenant: ten.ID, Token: fake.Token(), APIURL: fake.URL()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev := `{"type":"event_callback","team_id":"` + team + `","api_app_id":"` + appID + `","event_id":"Ev1","event":{"type":"app_uninstalled"}}`
+	if rec := serve(signedJSON(c.Now(), "/slack/events", ev, "app-secret")); rec.Code != 200 {
+		t.Fatalf("event for an installation without its own secret = %d %s", rec.Code, rec.Body)
+	}
+	evs, err := a.Store.ReadStream(t.Context(), slackinstall.InstallationStream(ten.ID), 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	disabled := 0
+	for _, e := range evs {
+		if e.Type == "SlackInstallationDisabled" {
+			disabled++
+		}
+	}
+	if disabled != 1 || in.AppID != appID {
+		t.Fatalf("the event was not bound to installation %s (%d disabled events)", in.Key, disabled)
+	}
+}
+
+// TestInstallRefusedWithoutUsableAppID: an installation Slack's requests could not be matched to is
+// refused at install time, and nothing is recorded: no app id learnable (bots.info needs
+// users:read) and none given; a given app id the token does not belong to; no signing secret at all.
+// With users:read the app id is learned.
+func TestInstallRefusedWithoutUsableAppID(t *testing.T) {
+	t.Parallel()
+	c := apptest.NewClock(time.Date(2026, 11, 1, 9, 0, 0, 0, time.UTC))
+	a := apptest.Open(t, app.Config{DataDir: filepath.Join(t.TempDir(), "data"), Now: c.Now})
+	ten, _, _, err := a.Tenancy.CreateTenant(t.Context(), "acme")
+	if err != nil {
+		t.Fatal(err)
+	}
+	narrow := fakeslack.NewTestServer(t, fakeslack.Options{Scopes: []string{fakeslack.ScopeChatWrite, fakeslack.ScopeChannelsHistory}})
+	full := fakeslack.NewTestServer(t, fakeslack.Options{})
+	for name, r := range map[string]slackinstall.InstallRequest{
+		"app id not learnable": {Tenant: ten.ID, Token: narrow.Token(), SigningSecret: "s", APIURL: narrow.URL()},
+		"another app's id":     {Tenant: ten.ID, Token: full.Token(), SigningSecret: "s", AppID: "A0OTHERAPP1", APIURL: full.URL()},
+		"no signing secret":    {Tenant: ten.ID, Token: full.Token(), APIURL: full.URL()},
+	} {
+		_, err := a.Slack.Install(t.Context(), r)
+		var ve *domain.ValidationError
+		if !errors.As(err, &ve) {
+			t.Fatalf("%s: install = %v, want a validation error", name, err)
+		}
+		if _, err := a.Slack.NewestInstallation(t.Context(), ten.ID); err == nil {
+			t.Fatalf("%s: an installation was recorded", name)
+		}
+	}
+	in, err := a.Slack.Install(t.Context(), slackinstall.InstallRequest{Tenant: ten.ID, Token: full.Token(), SigningSecret: "s", APIURL: full.URL()})
+	if err != nil || in.AppID != appID || in.Key != "/"+team+"/"+appID {
+		t.Fatalf("learned install = %+v, %v", in, err)
+	}
+	// The narrow token with the right id given is accepted: the id is the operator's word.
+	if in, err := a.Slack.Install(t.Context(), slackinstall.InstallRequest{Tenant: ten.ID, Token: narrow.Token(), SigningSecret: "s", AppID: appID, APIURL: narrow.URL()}); err != nil || in.AppID != appID {
+		t.Fatalf("narrow token with --app-id = %+v, %v", in, err)
+	}
+}
