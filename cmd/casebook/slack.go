@@ -74,7 +74,7 @@ func slackCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 				return err
 			}
 			return printJSON(stdout, map[string]any{"destination_id": d.ID, "team": d.Team, "channel": d.Channel,
-				"clearance": d.ClearanceStr, "installation_id": d.Installation.ID})
+				"clearance": d.ClearanceStr, "installation_id": d.Installation.ID, "checked": d.Checked})
 		})
 	}
 	return errors.New(slackUsage)

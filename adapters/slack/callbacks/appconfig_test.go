@@ -113,3 +113,48 @@ func TestInstallRefusedWithoutUsableAppID(t *testing.T) {
 		t.Fatalf("narrow token with --app-id = %+v, %v", in, err)
 	}
 }
+
+// TestDestinationChecked: `slack destination` asks Slack (conversations.info): a channel Slack does
+// not know is refused, one the bot is not in is refused with how to invite it, and once invited
+// the destination is set and says so; without channels:read it is set, marked not checked.
+func TestDestinationChecked(t *testing.T) {
+	t.Parallel()
+	c := apptest.NewClock(time.Date(2026, 11, 1, 9, 0, 0, 0, time.UTC))
+	a := apptest.Open(t, app.Config{DataDir: filepath.Join(t.TempDir(), "data"), Now: c.Now})
+	ten, _, _, err := a.Tenancy.CreateTenant(t.Context(), "acme")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fake := fakeslack.NewTestServer(t, fakeslack.Options{})
+	fake.AddChannelWithoutBot("C0NOBOT0001")
+	if _, err := a.Slack.Install(t.Context(), slackinstall.InstallRequest{Tenant: ten.ID, Token: fake.Token(), SigningSecret: "s", APIURL: fake.URL()}); err != nil {
+		t.Fatal(err)
+	}
+	set := func(ch string) (slackinstall.Destination, error) {
+		return a.Slack.SetDestination(t.Context(), slackinstall.DestinationRequest{Tenant: ten.ID, Channel: ch, Clearance: "internal"})
+	}
+	if _, err := set("C0NOSUCH001"); err == nil || !strings.Contains(err.Error(), "knows no channel") {
+		t.Fatalf("unknown channel = %v", err)
+	}
+	if _, err := set("C0NOBOT0001"); err == nil || !strings.Contains(err.Error(), "/invite") {
+		t.Fatalf("channel without the bot = %v", err)
+	}
+	if _, err := a.Slack.DestinationFor(t.Context(), ten.ID, ""); !errors.Is(err, domain.ErrNotFound) {
+		t.Fatalf("a refused destination was recorded: %v", err)
+	}
+	fake.InviteBot("C0NOBOT0001")
+	if d, err := set("C0NOBOT0001"); err != nil || d.Checked != "bot is a member" {
+		t.Fatalf("after invite = %+v, %v", d, err)
+	}
+	narrow := fakeslack.NewTestServer(t, fakeslack.Options{Channels: []string{"C0NARROW001"}, Scopes: []string{fakeslack.ScopeChatWrite, fakeslack.ScopeChannelsHistory}})
+	other, _, _, err := a.Tenancy.CreateTenant(t.Context(), "globex")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Slack.Install(t.Context(), slackinstall.InstallRequest{Tenant: other.ID, Token: narrow.Token(), SigningSecret: "s", AppID: "A0NARROW001", APIURL: narrow.URL()}); err != nil {
+		t.Fatal(err)
+	}
+	if d, err := a.Slack.SetDestination(t.Context(), slackinstall.DestinationRequest{Tenant: other.ID, Channel: "C0NARROW001", Clearance: "internal"}); err != nil || d.Checked != "not checked: missing_scope" {
+		t.Fatalf("without channels:read = %+v, %v", d, err)
+	}
+}

@@ -78,6 +78,9 @@ type Destination struct {
 	Channel      string                `json:"channel"`
 	Clearance    domain.Classification `json:"-"`
 	ClearanceStr string                `json:"clearance"`
+	// Checked is what Slack said of the channel when it was set ("bot is a member", or
+	// "not checked: …"); empty when read back.
+	Checked string `json:"checked,omitempty"`
 }
 
 // Store is the installation registry: installations, destinations, user links and the OAuth
@@ -337,7 +340,11 @@ func (s *Store) SetDestination(ctx context.Context, r DestinationRequest) (Desti
 	if err != nil {
 		return Destination{}, err
 	}
-	d := Destination{ID: tenancy.NewID(), Tenant: r.Tenant, Team: r.Team, Installation: in, Channel: r.Channel, Clearance: cl, ClearanceStr: r.Clearance}
+	checked, err := s.checkChannel(ctx, in, r.Channel)
+	if err != nil {
+		return Destination{}, err
+	}
+	d := Destination{ID: tenancy.NewID(), Tenant: r.Tenant, Team: r.Team, Installation: in, Channel: r.Channel, Clearance: cl, ClearanceStr: r.Clearance, Checked: checked}
 	var replaces string
 	err = sqldb.InTx(ctx, s.DB, func(tx *sql.Tx) error {
 		err := tx.QueryRowContext(ctx, s.DB.Rebind(`SELECT id FROM slack_destinations WHERE tenant_id = ? AND team = ? AND active = 1`), r.Tenant, r.Team).Scan(&replaces)
@@ -357,6 +364,34 @@ func (s *Store) SetDestination(ctx context.Context, r DestinationRequest) (Desti
 	_, err = AppendEvent(ctx, s.Events, InstallationStream(r.Tenant), eventstore.Any(), r.Tenant, Actor, "slack-destination:"+d.ID, s.Now(),
 		"SlackDestinationSet", SlackDestinationSet{DestinationID: d.ID, Team: d.Team, InstallationID: in.ID, Channel: d.Channel, Clearance: r.Clearance, Replaces: replaces})
 	return d, err
+}
+
+// checkChannel asks Slack (conversations.info) whether the channel exists and the bot is a member:
+// a channel Slack does not know, or one the bot has not joined, is refused with what to do. When
+// Slack cannot answer (an installation without channels:read, an outage) the destination is set
+// and the answer says it was not checked.
+func (s *Store) checkChannel(ctx context.Context, in Installation, channel string) (string, error) {
+	info, err := s.Client(in).GetConversationInfoContext(ctx, &slack.GetConversationInfoInput{ChannelID: channel})
+	var se slack.SlackErrorResponse
+	switch {
+	case errors.As(err, &se) && se.Err == "channel_not_found":
+		return "", domain.Invalid("channel", "Slack knows no channel %s in this workspace (a private channel is visible only after the bot is invited: /invite @the-bot in it)", channel)
+	case err != nil:
+		return "not checked: " + callCode(err), nil
+	case info.IsArchived:
+		return "", domain.Invalid("channel", "%s is archived", channel)
+	case !info.IsMember:
+		return "", domain.Invalid("channel", "the bot is not a member of %s: in Slack, open the channel and type /invite @ followed by the bot's name, then run this again", channel)
+	}
+	return "bot is a member", nil
+}
+
+func callCode(err error) string {
+	var se slack.SlackErrorResponse
+	if errors.As(err, &se) {
+		return se.Err
+	}
+	return "Slack did not answer"
 }
 
 // HasDestination reports whether a tenant has any active destination (no destination: zero I/O).
