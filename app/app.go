@@ -102,9 +102,9 @@ type Config struct {
 
 // App is an opened Casebook.
 type App struct {
-	Config   Config
-	DB       *sqldb.DB
-	Store    eventstore.Store
+	Config Config
+	DB     *sqldb.DB
+	Store  eventstore.Store
 	// Keys holds every inquiry's data key (crypto-shredding); Store seals and opens with it.
 	Keys     *sealed.Keys
 	Tenancy  *tenancy.Store

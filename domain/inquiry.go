@@ -21,13 +21,13 @@ type Inquiry struct {
 	ExternalID  string
 	Permalink   string
 	Status      Status
-	Priority  Priority
-	Owner     PrincipalID
-	Team      string
-	Version   uint64
-	CreatedAt time.Time
-	UpdatedAt time.Time
-	ClosedAt  time.Time
+	Priority    Priority
+	Owner       PrincipalID
+	Team        string
+	Version     uint64
+	CreatedAt   time.Time
+	UpdatedAt   time.Time
+	ClosedAt    time.Time
 
 	// Due dates, reminders and the SLA clock's facts (due.go, sla.go).
 	DueAt            time.Time

@@ -70,7 +70,7 @@ type Filter struct {
 	// Archived selects archived inquiries (true) or the working set (false, the default when nil).
 	Archived *bool
 	Limit    int
-	Cursor    string
+	Cursor   string
 }
 
 // Page limits.

@@ -13,6 +13,12 @@ import (
 func TestSlackManifest(t *testing.T) {
 	t.Parallel()
 	var m struct {
+		Features struct {
+			Shortcuts []struct {
+				Type       string `json:"type"`
+				CallbackID string `json:"callback_id"`
+			} `json:"shortcuts"`
+		} `json:"features"`
 		OAuth struct {
 			RedirectURLs []string `json:"redirect_urls"`
 			Scopes       struct {
@@ -52,8 +58,12 @@ func TestSlackManifest(t *testing.T) {
 		if got := slices.Contains(m.OAuth.Scopes.Bot, "lists:write") && slices.Contains(m.OAuth.Scopes.Bot, "lists:read"); got != lists {
 			t.Fatalf("--lists=%v: scopes %v", lists, m.OAuth.Scopes.Bot)
 		}
-		if !slices.Contains(m.OAuth.Scopes.Bot, "chat:write") {
+		if !slices.Contains(m.OAuth.Scopes.Bot, "chat:write") || !slices.Contains(m.OAuth.Scopes.Bot, "commands") {
 			t.Fatalf("scopes %v", m.OAuth.Scopes.Bot)
+		}
+		// The "Create inquiry" message shortcut, whose callback id the interactions handler serves.
+		if len(m.Features.Shortcuts) != 1 || m.Features.Shortcuts[0].Type != "message" || m.Features.Shortcuts[0].CallbackID != "casebook_create_inquiry" {
+			t.Fatalf("shortcuts %+v", m.Features.Shortcuts)
 		}
 	}
 	for _, bad := range []string{"http://cb.example.com", "cb.example.com", "https://cb.example.com/?x=1"} {

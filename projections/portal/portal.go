@@ -120,4 +120,3 @@ func Find(ctx context.Context, db *sqldb.DB, tenant domain.TenantID, submitter d
 	}
 	return out, rows.Err()
 }
-

@@ -108,7 +108,7 @@ type wireInteraction struct {
 	CallbackID string `json:"callback_id"` // message_action
 	MessageTS  string `json:"message_ts"`  // message_action
 	ActionTS   string `json:"action_ts"`   // message_action
-	Actions []struct {
+	Actions    []struct {
 		inputValue
 		ActionID string `json:"action_id"`
 		ActionTS string `json:"action_ts"`

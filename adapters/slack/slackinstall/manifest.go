@@ -18,8 +18,9 @@ const (
 //   - chat:write: post and update thread messages;
 //   - channels:history, groups:history: find its own message after a post with an unknown result;
 //   - channels:read, groups:read: check that a destination exists and the bot is a member;
-//   - users:read: learn the app id at install (bots.info) and name linked users.
-var BotScopes = []string{"chat:write", "channels:history", "groups:history", "channels:read", "groups:read", "users:read"}
+//   - users:read: learn the app id at install (bots.info) and name linked users;
+//   - commands: the "Create inquiry" message shortcut (Slack requires it for shortcuts).
+var BotScopes = []string{"chat:write", "channels:history", "groups:history", "channels:read", "groups:read", "users:read", "commands"}
 
 // ListScopes are added for Slack Lists (a paid plan's feature).
 var ListScopes = []string{"lists:read", "lists:write"}
@@ -123,7 +124,9 @@ func NewManifest(o ManifestOptions) (Manifest, error) {
 	}
 	return Manifest{
 		DisplayInformation: ManifestDisplay{Name: name, Description: "Customer inquiries, one thread each, worked from Slack."},
-		Features:           ManifestFeatures{BotUser: ManifestBotUser{DisplayName: name, AlwaysOnline: true}},
+		Features: ManifestFeatures{BotUser: ManifestBotUser{DisplayName: name, AlwaysOnline: true},
+			Shortcuts: []ManifestShortcut{{Name: "Create inquiry", Type: "message", CallbackID: ShortcutCreateInquiry,
+				Description: "Record this message as a customer inquiry"}}},
 		OAuthConfig: ManifestOAuth{
 			RedirectURLs: []string{base + PathOAuthCallback},
 			Scopes:       ManifestScopes{Bot: Scopes(o.Lists)},
