@@ -680,3 +680,62 @@ func TestTimelineLinksCommands(t *testing.T) {
 		t.Fatalf("timeline command ids (-want +got):\n%s", diff)
 	}
 }
+
+// TestConsoleArchive: an operator archives an inquiry with a reason; it leaves the default inbox and
+// shows under the archived filter; its page offers no other action and a forged claim is refused
+// with nothing appended; a viewer is refused; unarchiving brings it back.
+func TestConsoleArchive(t *testing.T) {
+	t.Parallel()
+	tb := setup(t, embedded(t))
+	id, receipt := tb.intake(t, tb.acme, "k1")
+	c := tb.client(t)
+	csrf := c.signIn(tb.op)
+	path := "/console/inquiries/" + string(id)
+	if p := c.do("POST", path+"/archive", url.Values{"csrf": {csrf}, "version": {"1"}}, nil); p.status != http.StatusUnprocessableEntity ||
+		!strings.Contains(p.body, `id="error"`) {
+		t.Fatalf("archive without a reason: %d", p.status)
+	}
+	p := c.do("POST", path+"/archive", url.Values{"csrf": {csrf}, "version": {"1"}, "archive_reason": {"duplicate of another"}}, nil)
+	if p.status != http.StatusSeeOther {
+		t.Fatalf("archive: %d %s", p.status, p.body)
+	}
+	p = c.get(p.header.Get("Location"))
+	for _, want := range []string{`id="archived"`, `id="flash"`, `id="unarchive"`} {
+		if !strings.Contains(p.body, want) {
+			t.Errorf("archived page lacks %s", want)
+		}
+	}
+	for _, gone := range []string{`id="claim"`, `id="transition"`, `id="add-note"`} {
+		if strings.Contains(p.body, gone) {
+			t.Errorf("archived page still offers %s", gone)
+		}
+	}
+	if p := c.get("/console/inbox"); strings.Contains(p.body, receipt) {
+		t.Fatal("the default inbox lists an archived inquiry")
+	}
+	if p := c.get("/console/inbox?archived=true"); !strings.Contains(p.body, receipt) {
+		t.Fatal("the archived filter does not list it")
+	}
+	if p := c.get("/console/inbox?archived=maybe"); p.status != http.StatusBadRequest {
+		t.Fatalf("archived=maybe: %d", p.status)
+	}
+	before := tb.logLen(t)
+	if p := c.do("POST", path+"/claim", url.Values{"csrf": {csrf}, "version": {"2"}}, nil); p.status != http.StatusConflict {
+		t.Fatalf("claim on an archived inquiry: %d", p.status)
+	}
+	v := tb.client(t)
+	vcsrf := v.signIn(tb.viewer)
+	if p := v.do("POST", path+"/unarchive", url.Values{"csrf": {vcsrf}, "version": {"2"}}, nil); p.status != http.StatusForbidden {
+		t.Fatalf("viewer unarchive: %d", p.status)
+	}
+	if tb.logLen(t) != before {
+		t.Fatal("a refused write appended")
+	}
+	if p := c.do("POST", path+"/unarchive", url.Values{"csrf": {csrf}, "version": {"2"}}, nil); p.status != http.StatusSeeOther {
+		t.Fatalf("unarchive: %d %s", p.status, p.body)
+	}
+	tb.catchUp(t)
+	if p := c.get("/console/inbox"); !strings.Contains(p.body, receipt) {
+		t.Fatal("an unarchived inquiry is not back in the inbox")
+	}
+}

@@ -22,7 +22,7 @@ import (
 // inboxParams are the inbox's query parameters: the API's list filters plus q (a receipt or words
 // of a subject). Anything else is 400, as on the API.
 var inboxParams = map[string]bool{"status": true, "owner": true, "priority": true, "team": true, "q": true, "cursor": true,
-	"breached": true, "due_before": true}
+	"breached": true, "due_before": true, "archived": true}
 
 type inboxView struct {
 	Filter   map[string]string
@@ -83,6 +83,15 @@ func (c *Console) inbox(w http.ResponseWriter, r *http.Request, s *session) {
 		c.renderError(w, r, s, http.StatusBadRequest, "The SLA filter must be breached or not breached.")
 		return
 	}
+	switch q.Get("archived") {
+	case "":
+	case "true", "false":
+		b := q.Get("archived") == "true"
+		f.Archived = &b
+	default:
+		c.renderError(w, r, s, http.StatusBadRequest, "The archive filter must be archived or not archived.")
+		return
+	}
 	if v := q.Get("due_before"); v != "" {
 		d, err := time.Parse("2006-01-02", v)
 		if err != nil {
@@ -115,7 +124,7 @@ func (c *Console) inbox(w http.ResponseWriter, r *http.Request, s *session) {
 	}
 	v := inboxView{Filter: map[string]string{}, Items: items, Query: q, Receipt: isReceipt, Statuses: domain.Statuses, Prios: domain.Priorities,
 		Since: since, Due: c.Due != nil}
-	for _, k := range []string{"status", "owner", "priority", "team", "q", "breached", "due_before"} {
+	for _, k := range []string{"status", "owner", "priority", "team", "q", "breached", "due_before", "archived"} {
 		v.Filter[k] = q.Get(k)
 	}
 	for _, st := range domain.Statuses {
@@ -184,28 +193,29 @@ func (c *Console) staleness() string {
 var flashes = map[string]string{
 	"claim": "Claimed: you own this inquiry.", "transition": "Status changed.", "assign": "Assigned.", "note": "Note added.",
 	"follow-up": "Follow-up scheduled.", "cancel-follow-up": "Follow-up cancelled.", "due": "Due date saved.",
-	"watchers": "Watcher added.", "team": "Team changed.",
+	"watchers": "Watcher added.", "team": "Team changed.", "archive": "Inquiry archived.", "unarchive": "Inquiry unarchived.",
 }
 
 type inquiryView struct {
-	Q         queries.Inquiry
-	Owner     string
-	Timeline  []commandGroup
-	Slack     *SlackState
-	Targets   []Target
-	Due       *dueView
-	FollowIn  []struct{ Value, Label string }
-	Teams     []string
-	Edges     []edge
-	People    []personOption
-	Prios     []domain.Priority
-	Flash     string
-	Conflict  string
-	Error     string
-	Form      map[string]string
-	CanWrite  bool
-	CanAssign bool
-	Stale     string
+	Q          queries.Inquiry
+	Owner      string
+	Timeline   []commandGroup
+	Slack      *SlackState
+	Targets    []Target
+	Due        *dueView
+	FollowIn   []struct{ Value, Label string }
+	Teams      []string
+	Edges      []edge
+	People     []personOption
+	Prios      []domain.Priority
+	Flash      string
+	Conflict   string
+	Error      string
+	Form       map[string]string
+	CanWrite   bool
+	CanAssign  bool
+	CanArchive bool
+	Stale      string
 }
 
 type edge struct {
@@ -265,8 +275,11 @@ func (c *Console) inquiryData(r *http.Request, s *session, id domain.InquiryID) 
 	names, people, teams := c.people(ctx, s.P.TenantID)
 	v := &inquiryView{Q: q, Owner: names[q.Owner], People: people, Prios: domain.Priorities, Form: map[string]string{}, Stale: c.staleness(),
 		Due: c.dueData(ctx, s.P.TenantID, id, names), FollowIn: followUpIn, Teams: teams}
-	v.CanWrite = domain.Authorize(s.P, domain.ActTransit) == nil
-	v.CanAssign = domain.Authorize(s.P, domain.ActAssign) == nil
+	// An archived inquiry refuses every write but unarchive (the domain decides; the page offers
+	// only what would be accepted).
+	v.CanWrite = domain.Authorize(s.P, domain.ActTransit) == nil && !q.Archived && !q.Erased
+	v.CanAssign = domain.Authorize(s.P, domain.ActAssign) == nil && !q.Archived && !q.Erased
+	v.CanArchive = domain.Authorize(s.P, domain.ActArchive) == nil && !q.Erased
 	for _, to := range domain.Statuses {
 		if ok, reason := domain.CanTransition(q.Status, to); ok {
 			v.Edges = append(v.Edges, edge{To: to, NeedsReason: reason})
@@ -337,6 +350,10 @@ func (c *Console) act(w http.ResponseWriter, r *http.Request, s *session) {
 		res, err = c.Commands.Assign(r.Context(), commands.Assign{Target: t, Owner: domain.PrincipalID(formValue(r, "owner"))})
 	case "note":
 		res, err = c.Commands.AddNote(r.Context(), commands.AddNote{Target: t, Body: r.PostForm.Get("body")})
+	case "archive":
+		res, err = c.Commands.Archive(r.Context(), commands.Archive{Target: t, Reason: formValue(r, "archive_reason")})
+	case "unarchive":
+		res, err = c.Commands.Unarchive(r.Context(), commands.Unarchive{Target: t, Reason: formValue(r, "archive_reason")})
 	default:
 		var handled bool
 		if c.Due != nil {
@@ -380,7 +397,7 @@ func (c *Console) refused(w http.ResponseWriter, r *http.Request, s *session, id
 		c.fail(w, r, s, lerr)
 		return
 	}
-	for _, k := range []string{"to", "reason", "priority", "owner", "body", "note", "due_date", "due_time", "team"} {
+	for _, k := range []string{"to", "reason", "priority", "owner", "body", "note", "due_date", "due_time", "team", "archive_reason"} {
 		v.Form[k] = r.PostForm.Get(k)
 	}
 	var vc *domain.VersionConflictError
