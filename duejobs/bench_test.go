@@ -134,32 +134,8 @@ func TestIdleClaimUsesIndex(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, db *sqldb.DB) {
 		setup(t, db)
 		fill(t, db, 20_000, 0)
-		q := `SELECT id FROM due_jobs WHERE ready_at <= ? ORDER BY ready_at, id LIMIT ?`
-		explain := `EXPLAIN QUERY PLAN ` + q
-		if db.Dialect == sqldb.Postgres {
-			explain = `EXPLAIN ` + q + ` FOR UPDATE SKIP LOCKED`
-		}
-		rows, err := db.QueryContext(t.Context(), db.Rebind(explain), t0.UnixNano(), 100)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer rows.Close()
-		cols, _ := rows.Columns()
-		var plan []string
-		for rows.Next() {
-			vals := make([]any, len(cols))
-			ptrs := make([]any, len(cols))
-			for i := range vals {
-				ptrs[i] = &vals[i]
-			}
-			if err := rows.Scan(ptrs...); err != nil {
-				t.Fatal(err)
-			}
-			plan = append(plan, fmt.Sprint(vals[len(vals)-1]))
-		}
-		if err := rows.Err(); err != nil {
-			t.Fatal(err)
-		}
+		plan := dbtest.Plan(t, db, nil, `SELECT id FROM due_jobs WHERE ready_at <= ? ORDER BY ready_at, id LIMIT ?`,
+			` FOR UPDATE SKIP LOCKED`, t0.UnixNano(), 100)
 		all := strings.Join(plan, "\n")
 		t.Logf("plan:\n%s", all)
 		if !strings.Contains(all, "due_jobs_ready_id") || strings.Contains(all, "Seq Scan") || strings.Contains(all, "SCAN due_jobs") ||

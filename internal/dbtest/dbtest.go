@@ -4,6 +4,9 @@
 package dbtest
 
 import (
+	"context"
+	"database/sql"
+	"fmt"
 	"path/filepath"
 	"testing"
 
@@ -71,4 +74,48 @@ func Strings(t testing.TB, db *sqldb.DB, query string, args ...any) []string {
 		t.Fatal(err)
 	}
 	return out
+}
+
+// Querier is a *sql.DB, *sql.Conn or *sql.Tx.
+type Querier interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
+
+// Plan returns the plan db's database chose for query (EXPLAIN QUERY PLAN on SQLite, EXPLAIN on
+// Postgres, with suffix appended to the query there, e.g. " FOR UPDATE SKIP LOCKED"), one line per
+// row: each row's last column. It runs on q (a transaction with its own settings) or, if nil, db.
+func Plan(t testing.TB, db *sqldb.DB, q Querier, query, suffix string, args ...any) []string {
+	t.Helper()
+	if q == nil {
+		q = db
+	}
+	explain := `EXPLAIN QUERY PLAN ` + query
+	if db.Dialect == sqldb.Postgres {
+		explain = `EXPLAIN ` + query + suffix
+	}
+	rows, err := q.QueryContext(t.Context(), db.Rebind(explain), args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	cols, err := rows.Columns()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var plan []string
+	for rows.Next() {
+		vals := make([]any, len(cols))
+		ptrs := make([]any, len(cols))
+		for i := range vals {
+			ptrs[i] = &vals[i]
+		}
+		if err := rows.Scan(ptrs...); err != nil {
+			t.Fatal(err)
+		}
+		plan = append(plan, fmt.Sprint(vals[len(vals)-1]))
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return plan
 }
