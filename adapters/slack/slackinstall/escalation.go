@@ -61,19 +61,7 @@ func (s *Store) SetEscalationDestination(ctx context.Context, r EscalationReques
 			return Destination{}, err
 		}
 	} else {
-		cl, err := ParseClearance(r.Clearance)
-		if err != nil {
-			return Destination{}, err
-		}
-		if r.Channel == "" || (r.Channel[0] != 'C' && r.Channel[0] != 'G') {
-			return Destination{}, domain.Invalid("channel", "must be a channel id (C…/G…)")
-		}
-		if r.Installation == "" {
-			if r.Installation, err = s.NewestInstallation(ctx, r.Tenant); err != nil {
-				return Destination{}, err
-			}
-		}
-		in, err := s.Installation(ctx, r.Tenant, r.Installation)
+		in, cl, err := s.destinationTarget(ctx, r.Tenant, r.Clearance, r.Channel, r.Installation)
 		if err != nil {
 			return Destination{}, err
 		}

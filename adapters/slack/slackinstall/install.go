@@ -324,19 +324,7 @@ type DestinationRequest struct {
 // SetDestination makes a channel the destination of a tenant (or one of its teams). The previous
 // destination is kept, inactive; threads already posted move to the new channel as new mappings.
 func (s *Store) SetDestination(ctx context.Context, r DestinationRequest) (Destination, error) {
-	cl, err := ParseClearance(r.Clearance)
-	if err != nil {
-		return Destination{}, err
-	}
-	if r.Channel == "" || (r.Channel[0] != 'C' && r.Channel[0] != 'G') {
-		return Destination{}, domain.Invalid("channel", "must be a channel id (C…/G…)")
-	}
-	if r.Installation == "" {
-		if r.Installation, err = s.NewestInstallation(ctx, r.Tenant); err != nil {
-			return Destination{}, err
-		}
-	}
-	in, err := s.Installation(ctx, r.Tenant, r.Installation)
+	in, cl, err := s.destinationTarget(ctx, r.Tenant, r.Clearance, r.Channel, r.Installation)
 	if err != nil {
 		return Destination{}, err
 	}
@@ -425,4 +413,23 @@ func (s *Store) DestinationFor(ctx context.Context, tenant domain.TenantID, team
 		return Destination{}, err
 	}
 	return d, nil
+}
+
+// destinationTarget validates a destination's clearance and channel id and resolves its
+// installation ("" takes the tenant's newest active one): the rules every destination shares.
+func (s *Store) destinationTarget(ctx context.Context, tenant domain.TenantID, clearance, channel, installation string) (Installation, domain.Classification, error) {
+	cl, err := ParseClearance(clearance)
+	if err != nil {
+		return Installation{}, cl, err
+	}
+	if channel == "" || (channel[0] != 'C' && channel[0] != 'G') {
+		return Installation{}, cl, domain.Invalid("channel", "must be a channel id (C…/G…)")
+	}
+	if installation == "" {
+		if installation, err = s.NewestInstallation(ctx, tenant); err != nil {
+			return Installation{}, cl, err
+		}
+	}
+	in, err := s.Installation(ctx, tenant, installation)
+	return in, cl, err
 }
