@@ -2,13 +2,16 @@
 GO       ?= go
 BIN      := bin/casebook
 PKGS     := ./...
+# ops/goclient is a module of its own (the generated Go client and its walk-through, see its doc
+# comment): test, lint and tidy visit it too.
+CLIENT   := ops/goclient
 # `make fuzz` runs each fuzz target for FUZZTIME; `make test` runs only their seed corpora.
 FUZZTIME ?= 10s
 FUZZ     := ./adapters/httpapi:FuzzIntakeDecode ./commands:FuzzNormalize \
             ./adapters/slack/callbacks:FuzzVerify ./adapters/slack/callbacks:FuzzParseInteraction \
             ./projections/querymodel:FuzzFastDecodeMatchesJSON
 
-.PHONY: help run build test test-race test-short lint bench fuzz tidy
+.PHONY: help run build test test-race test-short lint bench fuzz tidy client
 
 help: ## list targets
 	@awk 'BEGIN{FS=":.*## "} /^[a-zA-Z_-]+:.*## /{printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -24,15 +27,18 @@ build: ## build bin/casebook (version and commit stamped)
 run: build ## run casebook serve on the embedded SQLite default (./casebook-data)
 	./$(BIN) serve
 
-test: ## vet, then all tests with the race detector (Postgres tests need TEST_DATABASE_URL)
+test: ## vet, then all tests with the race detector (Postgres tests need TEST_DATABASE_URL), then the generated client's
 	$(GO) vet $(PKGS)
 	$(GO) test -race -count=1 -timeout 20m $(PKGS)
+	cd $(CLIENT) && $(GO) vet ./... && $(GO) test -race -count=1 -timeout 10m ./...
 
 test-race: ## alias of test: the suite always runs with -race
 	$(GO) test -race -count=1 -timeout 20m $(PKGS)
+	cd $(CLIENT) && $(GO) test -race -count=1 -timeout 10m ./...
 
 test-short: ## tests without the race detector, for a quick loop
 	$(GO) test -count=1 $(PKGS)
+	cd $(CLIENT) && $(GO) test -count=1 ./...
 
 GOLANGCI_VERSION := v2.15.0
 GOLANGCI := $(shell command -v golangci-lint 2>/dev/null || echo $(shell $(GO) env GOPATH)/bin/golangci-lint)
@@ -52,5 +58,9 @@ fuzz: ## run each fuzz target for FUZZTIME (default 10s)
 	  $(GO) test -run '^$$' -fuzz "^$${t#*:}$$" -fuzztime $(FUZZTIME) "$${t%%:*}"; \
 	done
 
-tidy: ## go mod tidy
+tidy: ## go mod tidy (both modules)
 	$(GO) mod tidy
+	cd $(CLIENT) && $(GO) mod tidy
+
+client: ## regenerate ops/goclient/casebookapi from adapters/httpapi/openapi.json (ogen, pinned in its go.mod)
+	cd $(CLIENT) && $(GO) generate ./...
