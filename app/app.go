@@ -96,6 +96,9 @@ type Config struct {
 	// (DefaultListSweepTick if zero; negative disables the periodic sweep). ListSweepEvery is
 	// each List's sweep interval (the reconciler's default, 15 min, if zero).
 	ListSweepTick, ListSweepEvery time.Duration
+	// RetentionTick is how often Serve runs the retention policy sweep (DefaultRetentionTick if
+	// zero; negative disables it, for tools and tests that sweep themselves).
+	RetentionTick time.Duration
 	// Attachments bounds attachments per file, per inquiry and per tenant (zero: the defaults).
 	Attachments commands.AttachmentLimits
 }
@@ -135,6 +138,10 @@ type App struct {
 	Attachments *commands.Attachments
 	// portalIndex is the portal index subscriber (wired in portal.go).
 	portalIndex *projections.Runner
+	// privacyIndex is the blind index and retention index subscriber; retentionLease keeps the
+	// retention sweep to one replica (retention.go).
+	privacyIndex   *projections.Runner
+	retentionLease *projections.Lease
 	// dueDecided, if set, runs between a due job's re-read of its inquiry and its append (tests).
 	dueDecided func(duejobs.Job)
 
@@ -266,6 +273,9 @@ func (a *App) wire(ctx context.Context) error {
 		return err
 	}
 	if err := a.wirePortal(ctx); err != nil {
+		return err
+	}
+	if err := a.wirePrivacy(ctx); err != nil {
 		return err
 	}
 	if a.Attachments, err = commands.NewAttachments(ctx, a.DB, a.Config.Now); err != nil {
@@ -436,6 +446,7 @@ func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 		wg.Go(func() { a.Ticker.Run(subCtx, tick) })
 	}
 	wg.Go(func() { a.runListSweeps(subCtx) })
+	wg.Go(func() { a.runRetention(subCtx) })
 	if err := a.Effects.Start(subCtx); err != nil {
 		stopSubs()
 		wg.Wait()

@@ -32,6 +32,8 @@ type Executor interface {
 	Unarchive(context.Context, Unarchive) (Result, error)
 	Hold(context.Context, Hold) (Result, error)
 	Erase(context.Context, Erase) (Result, error)
+	SetRetentionPolicy(context.Context, SetRetentionPolicy) (*domain.RetentionPolicy, eventstore.Position, error)
+	RetentionErase(context.Context, RetentionErase) (RetentionOutcome, Result, error)
 }
 
 var (

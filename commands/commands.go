@@ -37,10 +37,8 @@ type Handler struct {
 	Secret []byte
 	Now    func() time.Time
 	NewID  func() string
-	// Keys destroys data keys on erasure (nil: erasure is refused); Retention gives an archived
-	// inquiry its retention deadline (nil: none).
-	Keys      Shredder
-	Retention RetentionPolicy
+	// Keys destroys data keys on erasure (nil: erasure is refused).
+	Keys Shredder
 }
 
 // Result is what a command produced: the inquiry's version after it and the log position to wait for

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/casebook/casebook/domain"
 )
@@ -15,14 +14,8 @@ type Shredder interface {
 	Destroy(ctx context.Context, tenant domain.TenantID, id domain.InquiryID) error
 }
 
-// RetentionPolicy computes the retention deadline of an inquiry archived at at, and the class whose
-// rule gave it; a zero time means the policy never erases it.
-type RetentionPolicy interface {
-	ArchiveDeadline(tenant domain.TenantID, q *domain.Inquiry, at time.Time) (deadline time.Time, class string)
-}
-
 // Archive takes an inquiry out of the working set (operators and admins; If-Match required over
-// HTTP). Its retention deadline comes from the handler's RetentionPolicy.
+// HTTP). Its retention deadline comes from the tenant's retention policy (none without one).
 type Archive struct {
 	Target
 	Reason string
@@ -32,12 +25,12 @@ type Archive struct {
 func (h *Handler) Archive(ctx context.Context, c Archive) (Result, error) {
 	c.Reason = Normalize(c.Reason, false)
 	now := h.Now().UTC()
+	policy, err := h.RetentionPolicy(ctx, c.Tenant)
+	if err != nil && !errors.Is(err, domain.ErrNotFound) {
+		return Result{}, err
+	}
 	return h.execute(ctx, c.Target, fingerprint("archive", c.Reason), func(q *domain.Inquiry) ([]domain.Event, error) {
-		var until time.Time
-		class := ""
-		if h.Retention != nil {
-			until, class = h.Retention.ArchiveDeadline(c.Tenant, q, now)
-		}
+		until, class := ArchiveDeadline(policy, q, now)
 		return q.Archive(c.Actor, c.Reason, until, now, class)
 	})
 }

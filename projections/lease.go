@@ -54,3 +54,27 @@ func (l *lease) fence(ctx context.Context, tx sqldb.Querier) error {
 func (l *lease) release(ctx context.Context) {
 	_, _ = l.db.ExecContext(ctx, l.db.Rebind(`DELETE FROM projection_leases WHERE name = ? AND owner = ?`), l.name, l.owner)
 }
+
+// Lease is a named lease for periodic work that is not a subscriber (the retention sweep): one
+// replica at a time holds it; a dead holder's lease expires after its TTL. The holder renews it
+// (Acquire again) before each step it must not share, and stops when that fails: a paused holder
+// whose lease was taken over does at most the step it was in.
+type Lease struct{ l lease }
+
+// NewLease returns the lease name for owner. Names share the subscribers' lease table; use a
+// prefix no projection has ("job:").
+func NewLease(db *sqldb.DB, name, owner string, ttl time.Duration, now func() time.Time) *Lease {
+	if owner == "" {
+		owner = newOwnerID()
+	}
+	if now == nil {
+		now = time.Now
+	}
+	return &Lease{lease{db: db, name: name, owner: owner, ttl: ttl, now: now}}
+}
+
+// Acquire takes or renews the lease and reports whether this owner holds it.
+func (l *Lease) Acquire(ctx context.Context) (bool, error) { return l.l.acquire(ctx) }
+
+// Release gives the lease up.
+func (l *Lease) Release(ctx context.Context) { l.l.release(ctx) }

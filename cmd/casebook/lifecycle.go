@@ -2,7 +2,10 @@ package main
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"io"
+	"os"
 
 	"github.com/casebook/casebook/app"
 	"github.com/casebook/casebook/commands"
@@ -28,4 +31,87 @@ func eraseCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		return printJSON(stdout, map[string]any{"id": res.InquiryID, "version": res.Version, "erased": true})
 	})
+}
+
+const retentionUsage = `usage:
+  casebook retention set --tenant S --file policy.json   replace the tenant's retention policy (validated strictly)
+  casebook retention show --tenant S                     print the tenant's retention policy
+  casebook retention sweep                               run the retention policy job once (every tenant) and print its report`
+
+// retentionCmd is `casebook retention set|show|sweep`.
+func retentionCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 || (args[0] != "set" && args[0] != "show" && args[0] != "sweep") {
+		return errors.New(retentionUsage)
+	}
+	fs, sf := newFlags("retention "+args[0], stderr)
+	if args[0] == "sweep" {
+		if err := parseFlags(fs, args[1:]); err != nil {
+			return err
+		}
+		a, err := sf.open(ctx, logger(stderr))
+		if err != nil {
+			return err
+		}
+		defer a.Close()
+		rep, err := sweepOnce(ctx, a)
+		if err != nil {
+			return err
+		}
+		return printJSON(stdout, rep)
+	}
+	tenant := fs.String("tenant", "", required+"tenant slug")
+	var file *string
+	if args[0] == "set" {
+		file = fs.String("file", "", required+"the policy JSON document (- reads stdin)")
+	}
+	if err := parseFlags(fs, args[1:]); err != nil {
+		return err
+	}
+	return withTenant(ctx, sf, stderr, *tenant, func(a *app.App, t domain.TenantID) error {
+		if args[0] == "show" {
+			p, err := a.Commands.RetentionPolicy(ctx, t)
+			if errors.Is(err, domain.ErrNotFound) {
+				return fmt.Errorf("tenant %s has no retention policy: nothing is erased by retention", *tenant)
+			}
+			if err != nil {
+				return err
+			}
+			return printJSON(stdout, p)
+		}
+		var doc []byte
+		var err error
+		if *file == "-" {
+			doc, err = io.ReadAll(io.LimitReader(os.Stdin, 1<<20))
+		} else {
+			doc, err = os.ReadFile(*file) //nolint:gosec // the operator names the file on their own command line
+		}
+		if err != nil {
+			return err
+		}
+		exec := &commands.Audited{Next: a.Commands, Sink: a.Audit, Now: a.Config.Now, Logger: a.Config.Logger}
+		p, _, err := exec.SetRetentionPolicy(ctx, commands.SetRetentionPolicy{Tenant: t, Actor: cliActor(t), Policy: doc, CorrelationID: "cli"})
+		if err != nil {
+			return err
+		}
+		return printJSON(stdout, p)
+	})
+}
+
+// sweepOnce brings the privacy index up to the log's head (following a running server's
+// checkpoint if one owns it), then sweeps once.
+func sweepOnce(ctx context.Context, a *app.App) (app.RetentionReport, error) {
+	head, err := a.Store.Head(ctx)
+	if err != nil {
+		return app.RetentionReport{}, err
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { _ = a.PrivacyIndex().Run(runCtx); close(done) }()
+	werr := a.PrivacyIndex().WaitFor(ctx, head)
+	stop()
+	<-done
+	if werr != nil {
+		return app.RetentionReport{}, werr
+	}
+	return a.RetentionSweep(ctx)
 }

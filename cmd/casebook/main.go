@@ -81,6 +81,8 @@ commands:
                                              due jobs (follow-ups, SLA warnings and breaches, escalations);
                                              reviewed manual recovery
   erase --tenant S --inquiry ID              crypto-shred an inquiry's personal data (refused under legal hold)
+  retention set|show|sweep [--tenant S] [--file policy.json]
+                                             a tenant's retention policy; run the retention job once
   dev fake-slack [--addr A]                  serve the fake Slack Web API for local demos
   version                                    print the version, commit and Go version
 
@@ -126,6 +128,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return jobsCmd(ctx, rest, stdout, stderr)
 	case "erase":
 		return eraseCmd(ctx, rest, stdout, stderr)
+	case "retention":
+		return retentionCmd(ctx, rest, stdout, stderr)
 	case "dev":
 		return devCmd(ctx, rest, stdout, stderr)
 	case "version", "--version":

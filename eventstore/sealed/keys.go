@@ -15,12 +15,15 @@ import (
 	"context"
 	"crypto/aes"
 	"crypto/cipher"
+	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
 	"database/sql"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -51,7 +54,7 @@ CREATE TABLE IF NOT EXISTS inquiry_keys (
 	created_at BIGINT  NOT NULL,
 	erased_at  BIGINT,
 	PRIMARY KEY (tenant_id, inquiry_id)
-)`}}
+)`}, {Version: 2, SQL: `CREATE INDEX IF NOT EXISTS inquiry_keys_kek ON inquiry_keys (kek_id) WHERE wrapped IS NOT NULL`}}
 
 // DataKey is one inquiry's AEAD. Other stores of personal data about the inquiry (attachments)
 // seal with it too, so that one erasure shreds them all.
@@ -99,6 +102,7 @@ const maxCache = 50000
 type Keys struct {
 	db      *sqldb.DB
 	masters map[string][]byte // kek id → master key
+	order   []string          // kek ids, current first
 	current string
 	now     func() time.Time
 
@@ -134,6 +138,9 @@ func NewKeys(ctx context.Context, db *sqldb.DB, now func() time.Time, masters ..
 			return nil, errors.New("sealed: a master key needs at least 32 bytes")
 		}
 		id := KeyID(m)
+		if _, dup := k.masters[id]; !dup {
+			k.order = append(k.order, id)
+		}
 		k.masters[id] = m
 		if i == 0 {
 			k.current = id
@@ -326,4 +333,78 @@ func (k *Keys) Rewrap(ctx context.Context) (int, error) {
 		n++
 	}
 	return n, nil
+}
+
+// BlindIndex returns the blind index of a normalized value (a requester's email address) in
+// tenant: hex HMAC-SHA256 under a key derived from the current master key for the tenant, so
+// it is stored nowhere, and the same value in another tenant indexes differently.
+func (k *Keys) BlindIndex(tenant domain.TenantID, value string) string {
+	return blindIndex(k.masters[k.current], tenant, value)
+}
+
+// BlindIndexes returns value's blind index under every configured master key, the current one
+// first: a lookup matches entries written before a rotation too.
+func (k *Keys) BlindIndexes(tenant domain.TenantID, value string) []string {
+	out := make([]string, 0, len(k.order))
+	for _, id := range k.order {
+		out = append(out, blindIndex(k.masters[id], tenant, value))
+	}
+	return out
+}
+
+func blindIndex(master []byte, tenant domain.TenantID, value string) string {
+	key, err := seal.Key(master, "casebook blind index v1\x00"+string(tenant))
+	if err != nil {
+		panic(err) // HKDF-SHA256 of a 32-byte key cannot fail
+	}
+	m := hmac.New(sha256.New, key)
+	m.Write([]byte(value))
+	return hex.EncodeToString(m.Sum(nil))
+}
+
+// Current returns the id of the master key that wraps new data keys.
+func (k *Keys) Current() string { return k.current }
+
+// ErrUnknownMaster: live data keys are wrapped by a master key the configuration does not hold.
+// Nothing is shredded; the process must be given that master (as current or previous key).
+var ErrUnknownMaster = errors.New("sealed: data keys are wrapped by a master key that is not configured")
+
+// WrappedBy counts the live data keys per master key id (destroyed keys are not counted).
+func (k *Keys) WrappedBy(ctx context.Context) (map[string]int, error) {
+	rows, err := k.db.QueryContext(ctx, `SELECT kek_id, count(*) FROM inquiry_keys WHERE wrapped IS NOT NULL GROUP BY kek_id`)
+	if err != nil {
+		return nil, fmt.Errorf("sealed: count keys: %w", err)
+	}
+	defer func() { _ = rows.Close() }()
+	out := map[string]int{}
+	for rows.Next() {
+		var id string
+		var n int
+		if err := rows.Scan(&id, &n); err != nil {
+			return nil, err
+		}
+		out[id] = n
+	}
+	return out, rows.Err()
+}
+
+// Check fails with ErrUnknownMaster, naming the missing master key ids, when a live data key is
+// wrapped by a master the configuration lacks: opening with a wrong master key file is refused
+// at start rather than reading every inquiry as unreadable.
+func (k *Keys) Check(ctx context.Context) error {
+	counts, err := k.WrappedBy(ctx)
+	if err != nil {
+		return err
+	}
+	var missing []string
+	for id, n := range counts {
+		if _, ok := k.masters[id]; !ok {
+			missing = append(missing, fmt.Sprintf("%s (%d keys)", id, n))
+		}
+	}
+	if len(missing) > 0 {
+		sort.Strings(missing)
+		return fmt.Errorf("%w: %s; configured: %s", ErrUnknownMaster, strings.Join(missing, ", "), strings.Join(k.order, ", "))
+	}
+	return nil
 }
