@@ -18,6 +18,7 @@ var errorTable = []struct {
 	message string
 }{
 	{domain.ErrUnauthenticated, "unauthenticated", http.StatusUnauthorized, "a valid bearer token is required"},
+	{domain.ErrPrincipalDisabled, "principal_disabled", http.StatusForbidden, "this principal is disabled; an admin of the tenant can enable it again"},
 	{domain.ErrForbidden, "forbidden", http.StatusForbidden, "forbidden"},
 	{domain.ErrNotFound, "not_found", http.StatusNotFound, "not found"},
 	{domain.ErrPreconditionRequired, "precondition_required", http.StatusPreconditionRequired, "If-Match is required"},

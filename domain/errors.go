@@ -31,6 +31,10 @@ var (
 	ErrPreconditionRequired = errors.New("precondition required")
 	// ErrConflict: the command conflicts with existing state (for example a duplicate slug).
 	ErrConflict = errors.New("conflict")
+	// ErrPrincipalDisabled: the principal exists but an admin disabled it; it matches ErrForbidden.
+	// Every credential of a disabled principal (API token, console session, linked Slack user) is
+	// refused from the next request on.
+	ErrPrincipalDisabled = fmt.Errorf("principal disabled: %w", ErrForbidden)
 )
 
 // ValidationError names the offending field. It matches ErrValidation with errors.Is.

@@ -274,6 +274,9 @@ func (q *Inquiry) Assign(actor, owner Principal) ([]Event, error) {
 	if owner.TenantID != q.TenantID || owner.ID == "" {
 		return nil, Invalid("owner", "is not a principal of this tenant")
 	}
+	if owner.Disabled {
+		return nil, Invalid("owner", "is disabled")
+	}
 	if Authorize(owner, ActClaim) != nil {
 		return nil, Invalid("owner", "only operators and admins can own inquiries")
 	}

@@ -280,6 +280,8 @@ type Principal struct {
 	Name     string      `json:"name"`
 	Role     Role        `json:"role"`
 	Team     string      `json:"team,omitempty"`
+	// Disabled: an admin disabled the principal; Authorize refuses it everything.
+	Disabled bool `json:"disabled,omitempty"`
 }
 
 // System is the principal recorded for intake through public routes.
@@ -306,8 +308,12 @@ const (
 
 // Authorize applies the role policy: viewers read, operators work (and archive) inquiries and
 // submit them, admins also administer, place legal holds and erase, integrations only submit. It
-// returns ErrForbidden when the role does not allow act; an unknown role is allowed nothing.
+// returns ErrForbidden when the role does not allow act; an unknown role is allowed nothing, a
+// disabled principal nothing either (ErrPrincipalDisabled).
 func Authorize(p Principal, act Action) error {
+	if p.Disabled {
+		return ErrPrincipalDisabled
+	}
 	switch p.Role {
 	case RoleAdmin:
 		return nil

@@ -86,7 +86,7 @@ func (s *Store) StartSession(ctx context.Context, token string, ttl time.Duratio
 }
 
 // SessionPrincipal resolves a session secret to its principal, checking on every call that the
-// session and its token are still valid. Anything else is ErrNoSession.
+// session and its token are still valid and its principal enabled. Anything else is ErrNoSession.
 func (s *Store) SessionPrincipal(ctx context.Context, secret string) (domain.Principal, Session, error) {
 	if !strings.HasPrefix(secret, "cs_") || len(secret) > 100 {
 		return domain.Principal{}, Session{}, ErrNoSession
@@ -95,10 +95,10 @@ func (s *Store) SessionPrincipal(ctx context.Context, secret string) (domain.Pri
 	var sess Session
 	var exp int64
 	var ended, tokExp, revoked sql.NullInt64
-	err := s.db.QueryRowContext(ctx, s.db.Rebind(`SELECT p.id, p.tenant_id, p.name, p.role, p.team, c.csrf, c.expires_at, c.ended_at,
+	err := s.db.QueryRowContext(ctx, s.db.Rebind(`SELECT `+principalCols("p")+`, c.csrf, c.expires_at, c.ended_at,
 		t.expires_at, t.revoked_at FROM console_sessions c JOIN api_tokens t ON t.hash = c.token_hash
 		JOIN principals p ON p.id = t.principal_id WHERE c.hash = ?`), HashToken(secret)).
-		Scan(&p.ID, &p.TenantID, &p.Name, &p.Role, &p.Team, &sess.CSRF, &exp, &ended, &tokExp, &revoked)
+		Scan(&p.ID, &p.TenantID, &p.Name, &p.Role, &p.Team, &p.Disabled, &sess.CSRF, &exp, &ended, &tokExp, &revoked)
 	if errors.Is(err, sql.ErrNoRows) {
 		return domain.Principal{}, Session{}, ErrNoSession
 	}
@@ -106,7 +106,7 @@ func (s *Store) SessionPrincipal(ctx context.Context, secret string) (domain.Pri
 		return domain.Principal{}, Session{}, fmt.Errorf("session: %w", err)
 	}
 	now := s.now().UnixNano()
-	if ended.Valid || revoked.Valid || now >= exp || (tokExp.Valid && now >= tokExp.Int64) {
+	if ended.Valid || revoked.Valid || p.Disabled || now >= exp || (tokExp.Valid && now >= tokExp.Int64) {
 		return domain.Principal{}, Session{}, ErrNoSession
 	}
 	sess.ExpiresAt = time.Unix(0, exp).UTC()
@@ -208,8 +208,8 @@ func (s *Store) SetProfile(ctx context.Context, slug string, name *string, cats 
 
 // Principals lists a tenant's principals by name.
 func (s *Store) Principals(ctx context.Context, tenant domain.TenantID) ([]domain.Principal, error) {
-	rows, err := s.db.QueryContext(ctx, s.db.Rebind(`SELECT id, tenant_id, name, role, team FROM principals WHERE tenant_id = ?
-		ORDER BY name, id`), tenant)
+	rows, err := s.db.QueryContext(ctx, s.db.Rebind(`SELECT `+principalCols("p")+` FROM principals p WHERE p.tenant_id = ?
+		ORDER BY p.name, p.id`), tenant)
 	if err != nil {
 		return nil, fmt.Errorf("principals: %w", err)
 	}
@@ -217,7 +217,7 @@ func (s *Store) Principals(ctx context.Context, tenant domain.TenantID) ([]domai
 	var out []domain.Principal
 	for rows.Next() {
 		var p domain.Principal
-		if err := rows.Scan(&p.ID, &p.TenantID, &p.Name, &p.Role, &p.Team); err != nil {
+		if err := rows.Scan(&p.ID, &p.TenantID, &p.Name, &p.Role, &p.Team, &p.Disabled); err != nil {
 			return nil, err
 		}
 		out = append(out, p)

@@ -47,7 +47,7 @@ CREATE TABLE IF NOT EXISTS api_tokens (
 CREATE TABLE IF NOT EXISTS settings (
 	key   TEXT PRIMARY KEY,
 	value TEXT NOT NULL
-)`}, migrationTokensOrigins}
+)`}, migrationTokensOrigins, migrationDisabled}
 
 // Tenant is an organisation using Casebook.
 type Tenant struct {
@@ -173,11 +173,12 @@ func (s *Store) TenantBySlug(ctx context.Context, slug string) (Tenant, error) {
 	return t, err
 }
 
-// Principal finds a principal inside tenant; one of another tenant is domain.ErrNotFound.
+// Principal finds a principal inside tenant, a disabled one too (Disabled says so, and
+// domain.Authorize refuses it); one of another tenant is domain.ErrNotFound.
 func (s *Store) Principal(ctx context.Context, tenant domain.TenantID, id domain.PrincipalID) (domain.Principal, error) {
 	var p domain.Principal
-	err := s.db.QueryRowContext(ctx, s.db.Rebind(`SELECT id, tenant_id, name, role, team FROM principals WHERE id = ? AND tenant_id = ?`),
-		id, tenant).Scan(&p.ID, &p.TenantID, &p.Name, &p.Role, &p.Team)
+	err := s.db.QueryRowContext(ctx, s.db.Rebind(`SELECT `+principalCols("p")+` FROM principals p WHERE p.id = ? AND p.tenant_id = ?`),
+		id, tenant).Scan(&p.ID, &p.TenantID, &p.Name, &p.Role, &p.Team, &p.Disabled)
 	if errors.Is(err, sql.ErrNoRows) {
 		return domain.Principal{}, fmt.Errorf("principal: %w", domain.ErrNotFound)
 	}
@@ -185,16 +186,16 @@ func (s *Store) Principal(ctx context.Context, tenant domain.TenantID, id domain
 }
 
 // Authenticate resolves a bearer token to its principal. Unknown, revoked and expired tokens are
-// domain.ErrUnauthenticated.
+// domain.ErrUnauthenticated; a valid token of a disabled principal is domain.ErrPrincipalDisabled.
 func (s *Store) Authenticate(ctx context.Context, token string) (domain.Principal, error) {
 	if !strings.HasPrefix(token, "cb_") {
 		return domain.Principal{}, domain.ErrUnauthenticated
 	}
 	var p domain.Principal
 	var expires, revoked sql.NullInt64
-	err := s.db.QueryRowContext(ctx, s.db.Rebind(`SELECT p.id, p.tenant_id, p.name, p.role, p.team, t.expires_at, t.revoked_at
+	err := s.db.QueryRowContext(ctx, s.db.Rebind(`SELECT `+principalCols("p")+`, t.expires_at, t.revoked_at
 		FROM api_tokens t JOIN principals p ON p.id = t.principal_id WHERE t.hash = ?`), HashToken(token)).
-		Scan(&p.ID, &p.TenantID, &p.Name, &p.Role, &p.Team, &expires, &revoked)
+		Scan(&p.ID, &p.TenantID, &p.Name, &p.Role, &p.Team, &p.Disabled, &expires, &revoked)
 	if errors.Is(err, sql.ErrNoRows) {
 		return domain.Principal{}, domain.ErrUnauthenticated
 	}
@@ -203,6 +204,9 @@ func (s *Store) Authenticate(ctx context.Context, token string) (domain.Principa
 	}
 	if revoked.Valid || (expires.Valid && s.now().UnixNano() >= expires.Int64) {
 		return domain.Principal{}, domain.ErrUnauthenticated
+	}
+	if p.Disabled {
+		return domain.Principal{}, domain.ErrPrincipalDisabled
 	}
 	return p, nil
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/casebook/casebook/app"
 	"github.com/casebook/casebook/domain"
+	"github.com/casebook/casebook/tenancy"
 )
 
 // TestCrossTenantParamsAndBodies extends TestCrossTenantRoutes to ids that travel in query
@@ -156,5 +157,37 @@ func TestRoleAndTeamRefusalsOverHTTP(t *testing.T) {
 	}
 	if r := tb.do(t, "POST", "/v1/inquiries/"+id+"/assignment", tb.admin, v1, `{"owner":"`+string(billing.ID)+`"}`); r.status != 200 {
 		t.Fatalf("admin assigns across teams = %d %s", r.status, r.raw)
+	}
+}
+
+// TestDisabledPrincipalOverHTTP: from the request after an admin disables a principal, its valid
+// token is refused with 403 principal_disabled (reads and writes, nothing appended); enabling it
+// restores the same token.
+func TestDisabledPrincipalOverHTTP(t *testing.T) {
+	t.Parallel()
+	tb := setup(t)
+	_, id := tb.submit(t, "k")
+	yes, no := true, false
+	if _, _, err := tb.app.Tenancy.ChangePrincipal(t.Context(), tenancy.PrincipalChange{Slug: "acme", ID: domain.PrincipalID(tb.opID), Disable: &yes}); err != nil {
+		t.Fatal(err)
+	}
+	before := tb.do(t, "GET", "/v1/inquiries/"+id, tb.admin, nil, "")
+	for _, c := range []struct{ method, path, body string }{
+		{"GET", "/v1/inquiries", ""},
+		{"POST", "/v1/inquiries/" + id + "/claim", ""},
+	} {
+		r := tb.do(t, c.method, c.path, tb.op, nil, c.body)
+		if r.status != http.StatusForbidden || !strings.Contains(r.raw, `"principal_disabled"`) || !strings.Contains(r.raw, "disabled") {
+			t.Errorf("%s %s by a disabled principal = %d %s, want 403 principal_disabled", c.method, c.path, r.status, r.raw)
+		}
+	}
+	if after := tb.do(t, "GET", "/v1/inquiries/"+id, tb.admin, nil, ""); before.header.Get("ETag") == "" || after.header.Get("ETag") != before.header.Get("ETag") {
+		t.Fatalf("a refused claim appended: ETag %s → %s", before.header.Get("ETag"), after.header.Get("ETag"))
+	}
+	if _, _, err := tb.app.Tenancy.ChangePrincipal(t.Context(), tenancy.PrincipalChange{Slug: "acme", ID: domain.PrincipalID(tb.opID), Disable: &no}); err != nil {
+		t.Fatal(err)
+	}
+	if r := tb.do(t, "GET", "/v1/inquiries", tb.op, nil, ""); r.status != 200 {
+		t.Fatalf("enabled again = %d %s", r.status, r.raw)
 	}
 }
