@@ -37,6 +37,7 @@ type escalationView struct {
 	Channel        string `json:"channel"`
 	Clearance      string `json:"clearance"`
 	InstallationID string `json:"installation_id"`
+	Checked        string `json:"checked,omitempty"` // set only by a change: what Slack said of the channel
 }
 
 func (s slackEscalation) EscalationDestination(ctx context.Context, tenant domain.TenantID) (any, error) {
@@ -44,7 +45,7 @@ func (s slackEscalation) EscalationDestination(ctx context.Context, tenant domai
 	if err != nil {
 		return nil, err
 	}
-	return escalationView{d.Channel, d.ClearanceStr, d.Installation.ID}, nil
+	return escalationView{Channel: d.Channel, Clearance: d.ClearanceStr, InstallationID: d.Installation.ID}, nil
 }
 
 func (s slackEscalation) SetEscalationDestination(ctx context.Context, actor domain.Principal, channel, clearance string) (any, error) {
@@ -56,7 +57,7 @@ func (s slackEscalation) SetEscalationDestination(ctx context.Context, actor dom
 	if err != nil {
 		return nil, err
 	}
-	return escalationView{d.Channel, d.ClearanceStr, d.Installation.ID}, nil
+	return escalationView{d.Channel, d.ClearanceStr, d.Installation.ID, d.Checked}, nil
 }
 
 func (s slackEscalation) ClearEscalationDestination(ctx context.Context, actor domain.Principal) error {

@@ -56,8 +56,15 @@ commands:
   tenants create --slug S [--name N] [--ttl D]  create a tenant; prints its admin token once
   tenants set-form --slug S [--name N] [--category slug=Label]…  the public form's display name and categories
   tenants set-origins --slug S [--origin O]…  trusted browser origins of the tenant's public intake
+  tenants list                               every tenant's id and slug
   principals create --tenant S --name N --role admin|operator|viewer|integration [--team T] [--ttl D]
                                              create a principal; prints its token once
+  principals list --tenant S                 id, name, role, team, disabled, linked Slack users (never tokens)
+  principals disable|enable --tenant S --id P [--reason R]
+                                             a disabled principal's tokens, console sessions and Slack
+                                             users are refused from the next request on
+  principals set-role --tenant S --id P --role R [--reason R]
+  principals set-team --tenant S --id P --team T [--reason R]   (--team "" clears it)
   projections list|parked|retry|skip         subscriber state; release parked streams
   replay --projection P [--keep-old] [--dry-run]
                                              rebuild a projection and switch to it
@@ -68,9 +75,9 @@ commands:
   bench [--intakes N] [--concurrency C] [--rate N/s] [--keep]
                                              intake vs a same-process baseline, CPU per subscriber,
                                              acknowledged-to-visible latency, command throughput
-  slack manifest|install|destination|link-user|escalation
+  slack manifest|install|destination|link-user|unlink-user|escalation
                                              the app manifest; install the bot; choose channels (threads,
-                                             escalation posts); link Slack users
+                                             escalation posts); link and unlink Slack users
   effects list|retry|cancel|circuits|circuit-close
                                              Slack effect jobs and destination circuits
   lists activate|deactivate|check|circuit-close|status|reconcile|working-set
@@ -290,8 +297,11 @@ func tenants(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if len(args) > 0 && args[0] == "set-form" {
 		return setForm(ctx, args[1:], stdout, stderr)
 	}
+	if len(args) > 0 && args[0] == "list" {
+		return tenantsList(ctx, args[1:], stdout, stderr)
+	}
 	if len(args) == 0 || args[0] != "create" {
-		return errors.New("usage: casebook tenants create --slug S [--name N] [--ttl D] | set-origins --slug S [--origin O]… | set-form --slug S [--name N] [--category slug=Label]…")
+		return errors.New("usage: casebook tenants create --slug S [--name N] [--ttl D] | list | set-origins --slug S [--origin O]… | set-form --slug S [--name N] [--category slug=Label]…")
 	}
 	fs, sf := newFlags("tenants create", stderr)
 	sf.creates = true
@@ -327,8 +337,16 @@ func tenants(ctx context.Context, args []string, stdout, stderr io.Writer) error
 }
 
 func principals(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) > 0 {
+		switch args[0] {
+		case "list":
+			return principalsList(ctx, args[1:], stdout, stderr)
+		case "disable", "enable", "set-role", "set-team":
+			return principalsChange(ctx, args[0], args[1:], stdout, stderr)
+		}
+	}
 	if len(args) == 0 || args[0] != "create" {
-		return errors.New("usage: casebook principals create --tenant S --name N --role R [--team T]")
+		return errors.New(principalsUsage)
 	}
 	fs, sf := newFlags("principals create", stderr)
 	tenant := fs.String("tenant", "", required+"tenant slug")

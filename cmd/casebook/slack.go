@@ -24,6 +24,7 @@ const slackUsage = `usage:
   casebook slack install --tenant S --token xoxb-… [--signing-secret X] [--app-id A] [--slack-api-url U]
   casebook slack destination --tenant S --channel C [--team T] --clearance public|internal|personal
   casebook slack link-user --tenant S --slack-user U… --principal ID [--installation ID]
+  casebook slack unlink-user --tenant S --slack-user U… [--installation ID] [--reason R]
   casebook slack escalation --tenant S (--channel C --clearance public|internal|personal | --clear | --show)`
 
 // slackCmd installs the bot and chooses destinations.
@@ -33,6 +34,9 @@ func slackCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	if args[0] == "link-user" {
 		return slackLinkUser(ctx, args[1:], stdout, stderr)
+	}
+	if args[0] == "unlink-user" {
+		return slackUnlinkUser(ctx, args[1:], stdout, stderr)
 	}
 	if args[0] == "manifest" {
 		return slackManifest(ctx, args[1:], stdout, stderr)

@@ -51,5 +51,9 @@ func slackEscalation(ctx context.Context, args []string, stdout, stderr io.Write
 }
 
 func escalationView(d slackinstall.Destination) map[string]any {
-	return map[string]any{"channel": d.Channel, "clearance": d.ClearanceStr, "installation_id": d.Installation.ID}
+	v := map[string]any{"channel": d.Channel, "clearance": d.ClearanceStr, "installation_id": d.Installation.ID}
+	if d.Checked != "" {
+		v["checked"] = d.Checked
+	}
+	return v
 }

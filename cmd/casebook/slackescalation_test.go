@@ -10,11 +10,13 @@ import (
 )
 
 // TestSlackEscalationCommand: `casebook slack escalation` sets, shows and clears a tenant's
-// escalation destination, validates the clearance, and records each change with the OS user.
+// escalation destination, validates the clearance, asks Slack whether the bot is in the channel
+// (refused with how to invite it when not), and records each change with the OS user.
 func TestSlackEscalationCommand(t *testing.T) {
 	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "data")
 	fake := fakeslack.NewTestServer(t, fakeslack.Options{Channels: []string{"C0ONCALL001"}})
+	fake.AddChannelWithoutBot("C0NOBOT0001")
 	run := func(args ...string) (int, map[string]any, string) {
 		t.Helper()
 		code, stdout, stderr := runCLI(t, append(args, "--data-dir", dir)...)
@@ -31,7 +33,10 @@ func TestSlackEscalationCommand(t *testing.T) {
 	if code, _, stderr := run("slack", "escalation", "--tenant", "acme", "--channel", "C0ONCALL001", "--clearance", "secret"); code == 0 || !strings.Contains(stderr, "clearance") {
 		t.Fatalf("bad clearance: exit %d, %q", code, stderr)
 	}
-	if code, out, stderr := run("slack", "escalation", "--tenant", "acme", "--channel", "C0ONCALL001", "--clearance", "internal"); code != 0 || out["channel"] != "C0ONCALL001" || out["clearance"] != "internal" {
+	if code, _, stderr := run("slack", "escalation", "--tenant", "acme", "--channel", "C0NOBOT0001", "--clearance", "internal"); code == 0 || !strings.Contains(stderr, "/invite") {
+		t.Fatalf("channel without the bot: exit %d, %q", code, stderr)
+	}
+	if code, out, stderr := run("slack", "escalation", "--tenant", "acme", "--channel", "C0ONCALL001", "--clearance", "internal"); code != 0 || out["channel"] != "C0ONCALL001" || out["clearance"] != "internal" || out["checked"] != "bot is a member" {
 		t.Fatalf("set: exit %d, %v, %q", code, out, stderr)
 	}
 	if code, out, _ := run("slack", "escalation", "--tenant", "acme", "--show"); code != 0 || out["channel"] != "C0ONCALL001" {

@@ -2,6 +2,7 @@ package callbacks_test
 
 import (
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -156,5 +157,57 @@ func TestDestinationChecked(t *testing.T) {
 	}
 	if d, err := a.Slack.SetDestination(t.Context(), slackinstall.DestinationRequest{Tenant: other.ID, Channel: "C0NARROW001", Clearance: "internal"}); err != nil || d.Checked != "not checked: missing_scope" {
 		t.Fatalf("without channels:read = %+v, %v", d, err)
+	}
+}
+
+// TestEscalationDestinationChecked: the escalation destination is checked with Slack like a thread
+// destination, through the admin API: an unknown channel and a channel without the bot are
+// refused (422, with how to invite the bot) and nothing is recorded; once invited it is set and
+// the answer says the bot is a member.
+func TestEscalationDestinationChecked(t *testing.T) {
+	t.Parallel()
+	c := apptest.NewClock(time.Date(2026, 11, 1, 9, 0, 0, 0, time.UTC))
+	a := apptest.Open(t, app.Config{DataDir: filepath.Join(t.TempDir(), "data"), Now: c.Now})
+	ten, _, adminTok, err := a.Tenancy.CreateTenant(t.Context(), "acme")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fake := fakeslack.NewTestServer(t, fakeslack.Options{})
+	fake.AddChannelWithoutBot("C0ONCALL001")
+	if _, err := a.Slack.Install(t.Context(), slackinstall.InstallRequest{Tenant: ten.ID, Token: fake.Token(), SigningSecret: "s", APIURL: fake.URL()}); err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(a.Handler())
+	t.Cleanup(srv.Close)
+	put := func(ch string) (int, string) {
+		req, err := http.NewRequest("PUT", srv.URL+"/v1/admin/slack/escalation", strings.NewReader(`{"channel":"`+ch+`","clearance":"internal"}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Authorization", "Bearer "+adminTok)
+		req.Header.Set("Content-Type", "application/json")
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		return res.StatusCode, string(b)
+	}
+	if code, body := put("C0NOSUCH001"); code != 422 || !strings.Contains(body, "knows no channel") {
+		t.Fatalf("unknown channel = %d %s", code, body)
+	}
+	if code, body := put("C0ONCALL001"); code != 422 || !strings.Contains(body, "/invite") {
+		t.Fatalf("channel without the bot = %d %s", code, body)
+	}
+	if _, err := a.Slack.EscalationDestination(t.Context(), ten.ID); !errors.Is(err, domain.ErrNotFound) {
+		t.Fatalf("a refused escalation destination was recorded: %v", err)
+	}
+	fake.InviteBot("C0ONCALL001")
+	if code, body := put("C0ONCALL001"); code != 200 || !strings.Contains(body, `"checked":"bot is a member"`) {
+		t.Fatalf("after invite = %d %s", code, body)
+	}
+	if d, err := a.Slack.EscalationDestination(t.Context(), ten.ID); err != nil || d.Channel != "C0ONCALL001" {
+		t.Fatalf("stored = %+v, %v", d, err)
 	}
 }

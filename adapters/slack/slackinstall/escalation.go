@@ -49,7 +49,10 @@ type EscalationRequest struct {
 	Clear bool
 }
 
-// SetEscalationDestination records r and its audit event. Validation errors name the field.
+// SetEscalationDestination records r and its audit event. Validation errors name the field. Like
+// SetDestination it asks Slack first (conversations.info): a channel Slack does not know, an
+// archived one or one without the bot is refused with how to invite it; when Slack cannot answer
+// the destination is set and Checked says it was not checked.
 func (s *Store) SetEscalationDestination(ctx context.Context, r EscalationRequest) (Destination, error) {
 	if r.By == "" {
 		return Destination{}, domain.Invalid("by", "is required: the change is audited")
@@ -65,7 +68,11 @@ func (s *Store) SetEscalationDestination(ctx context.Context, r EscalationReques
 		if err != nil {
 			return Destination{}, err
 		}
-		d = Destination{Tenant: r.Tenant, Installation: in, Channel: r.Channel, Clearance: cl, ClearanceStr: r.Clearance}
+		checked, err := s.checkChannel(ctx, in, r.Channel)
+		if err != nil {
+			return Destination{}, err
+		}
+		d = Destination{Tenant: r.Tenant, Installation: in, Channel: r.Channel, Clearance: cl, ClearanceStr: r.Clearance, Checked: checked}
 		if _, err := s.DB.ExecContext(ctx, s.DB.Rebind(`INSERT INTO slack_escalation_destinations (tenant_id, install_key, channel_id,
 			clearance, set_by, set_at) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (tenant_id) DO UPDATE SET install_key = excluded.install_key,
 			channel_id = excluded.channel_id, clearance = excluded.clearance, set_by = excluded.set_by, set_at = excluded.set_at`),

@@ -201,3 +201,85 @@ func (s *Store) SlackUsersOf(ctx context.Context, tenant domain.TenantID, key st
 	}
 	return out, rows.Err()
 }
+
+// SlackUserUnlinked is the audit event of an unlink (installation-{tenant} stream); By is who did it.
+type SlackUserUnlinked struct {
+	Installation string `json:"installation"` // installation key
+	SlackUser    string `json:"slack_user"`
+	Principal    string `json:"principal"`
+	By           string `json:"by"`
+}
+
+// UserLink is one Slack user linked to a principal in one installation.
+type UserLink struct {
+	Installation string             `json:"installation"` // installation key
+	SlackUser    string             `json:"slack_user"`
+	Principal    domain.PrincipalID `json:"principal_id"`
+}
+
+// Links lists a tenant's Slack user links, by principal then installation.
+func (s *Store) Links(ctx context.Context, tenant domain.TenantID) ([]UserLink, error) {
+	rows, err := s.DB.QueryContext(ctx, s.DB.Rebind(`SELECT install_key, slack_user_id, principal_id FROM slack_user_links
+		WHERE tenant_id = ? ORDER BY principal_id, install_key, slack_user_id`), tenant)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []UserLink
+	for rows.Next() {
+		var l UserLink
+		if err := rows.Scan(&l.Installation, &l.SlackUser, &l.Principal); err != nil {
+			return nil, err
+		}
+		out = append(out, l)
+	}
+	return out, rows.Err()
+}
+
+// UnlinkUser removes the links of a Slack user in the tenant's installations (one installation
+// when installation, an installation id, is set) and records SlackUserUnlinked for each, by by.
+// From the next request on the user's clicks are refused as unlinked. A user with no link in the
+// tenant is domain.ErrNotFound.
+func (s *Store) UnlinkUser(ctx context.Context, tenant domain.TenantID, installation, slackUser, by string) ([]UserLink, error) {
+	if by == "" {
+		return nil, domain.Invalid("by", "is required: the change is audited")
+	}
+	q := `SELECT l.install_key, l.slack_user_id, l.principal_id FROM slack_user_links l WHERE l.tenant_id = ? AND l.slack_user_id = ?`
+	args := []any{tenant, slackUser}
+	if installation != "" {
+		q += ` AND l.install_key IN (SELECT install_key FROM slack_installations WHERE tenant_id = ? AND id = ?)`
+		args = append(args, tenant, installation)
+	}
+	rows, err := s.DB.QueryContext(ctx, s.DB.Rebind(q), args...)
+	if err != nil {
+		return nil, err
+	}
+	var links []UserLink
+	for rows.Next() {
+		var l UserLink
+		if err := rows.Scan(&l.Installation, &l.SlackUser, &l.Principal); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		links = append(links, l)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	if len(links) == 0 {
+		return nil, fmt.Errorf("slack user %q is not linked in this tenant: %w", slackUser, domain.ErrNotFound)
+	}
+	for _, l := range links {
+		if _, err := s.DB.ExecContext(ctx, s.DB.Rebind(`DELETE FROM slack_user_links WHERE install_key = ? AND slack_user_id = ? AND tenant_id = ?`),
+			l.Installation, l.SlackUser, tenant); err != nil {
+			return nil, err
+		}
+		if _, err := AppendEvent(ctx, s.Events, InstallationStream(tenant), eventstore.Any(), tenant, by,
+			fmt.Sprintf("slack-unlink:%s:%s:%d", l.Installation, l.SlackUser, s.Now().UnixNano()), s.Now(),
+			"SlackUserUnlinked", SlackUserUnlinked{Installation: l.Installation, SlackUser: l.SlackUser, Principal: string(l.Principal), By: by}); err != nil {
+			return nil, err
+		}
+	}
+	return links, nil
+}
