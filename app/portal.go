@@ -30,7 +30,11 @@ func (p portalAPI) Find(ctx context.Context, tenant domain.TenantID, submitter d
 }
 
 func (p portalAPI) View(ctx context.Context, submitter domain.Principal, id domain.InquiryID) (commands.RequesterView, error) {
-	return p.a.Commands.RequesterView(ctx, submitter, id)
+	set, err := p.a.Tenancy.PortalView(ctx, submitter.TenantID)
+	if err != nil {
+		return commands.RequesterView{}, err
+	}
+	return p.a.Commands.RequesterView(ctx, submitter, id, commands.RequesterFields{Priority: set.ShowPriority, Team: set.ShowTeam})
 }
 
 func (p portalAPI) WaitFor(ctx context.Context, pos eventstore.Position) error {

@@ -13,7 +13,8 @@ import (
 // RequesterView is what the requester of an inquiry may see through the portal that submitted it:
 // the receipt, the coarse status (open or closed: the exact status is internal), when it was
 // created and when that status last changed, and what the requester sent. Nothing internal: no
-// notes, owner, team, priority, SLA or Slack state (no tenant setting shows them yet).
+// notes, owner, SLA or Slack state; priority and team only where the tenant shows them
+// (RequesterFields, set by `casebook tenants set-portal`), and then only once set.
 type RequesterView struct {
 	Receipt    string             `json:"receipt"`
 	Status     string             `json:"status"`
@@ -23,6 +24,13 @@ type RequesterView struct {
 	Subject    string             `json:"subject"`
 	Category   string             `json:"category"`
 	Messages   []RequesterMessage `json:"messages"`
+	Priority   string             `json:"priority,omitempty"`
+	Team       string             `json:"team,omitempty"`
+}
+
+// RequesterFields are the internal fields a tenant lets requesters see (none by default).
+type RequesterFields struct {
+	Priority, Team bool
 }
 
 // RequesterMessage is one message the requester sent.
@@ -41,8 +49,9 @@ func CoarseStatus(s domain.Status) string {
 }
 
 // RequesterView folds the inquiry's stream into the view its submitter may read. An inquiry that
-// submitter did not submit, of another tenant, or unknown is domain.ErrNotFound alike.
-func (h *Handler) RequesterView(ctx context.Context, submitter domain.Principal, id domain.InquiryID) (RequesterView, error) {
+// submitter did not submit, of another tenant, or unknown is domain.ErrNotFound alike. show adds
+// the internal fields the tenant allows.
+func (h *Handler) RequesterView(ctx context.Context, submitter domain.Principal, id domain.InquiryID, show RequesterFields) (RequesterView, error) {
 	notFound := fmt.Errorf("inquiry: %w", domain.ErrNotFound)
 	if submitter.TenantID == "" || submitter.ID == "" || id == "" {
 		return RequesterView{}, notFound
@@ -77,5 +86,11 @@ func (h *Handler) RequesterView(ctx context.Context, submitter domain.Principal,
 	v.Receipt, v.Status, v.CreatedAt = q.Receipt, CoarseStatus(q.Status), q.CreatedAt.UTC()
 	v.ExternalID, v.Subject, v.Category = q.ExternalID, q.Subject, q.Category
 	v.Messages = []RequesterMessage{{At: q.CreatedAt.UTC(), Body: q.Message}}
+	if show.Priority {
+		v.Priority = string(q.Priority)
+	}
+	if show.Team {
+		v.Team = q.Team
+	}
 	return v, nil
 }

@@ -71,6 +71,9 @@ func New(ctx context.Context, db *sqldb.DB, now func() time.Time) (*Store, error
 	if err := sqldb.Migrate(ctx, db, "tenancy_console", consoleMigrations); err != nil {
 		return nil, err
 	}
+	if err := sqldb.Migrate(ctx, db, "tenancy_portal_view", portalViewMigrations); err != nil {
+		return nil, err
+	}
 	if now == nil {
 		now = time.Now
 	}

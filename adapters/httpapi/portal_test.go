@@ -1,6 +1,7 @@
 package httpapi_test
 
 import (
+	"errors"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -280,6 +281,62 @@ func TestRequesterViewHasNoInternalFields(t *testing.T) {
 				t.Errorf("requester view contains %q: %s", internal, v.raw)
 			}
 		}
+	}
+}
+
+// TestRequesterViewTenantSetting: a tenant's portal setting adds priority and team to the
+// requester-facing reads, each only when allowed: by default neither, with show_priority the
+// priority alone, with both both; notes and owner never. The setting is the tenant's own: another
+// tenant's changes nothing.
+func TestRequesterViewTenantSetting(t *testing.T) {
+	t.Parallel()
+	tb := setup(t)
+	integ := tb.integration(t, "acme", "Portal")
+	r := tb.portalSubmit(t, integ, "s-1", `{"name":"Ada","email":"ada@example.com","external_id":"cust-9","subject":"Invoice","message":"Twice.","category":"billing","team":"support"}`)
+	if r.status != http.StatusCreated {
+		t.Fatal(r.raw)
+	}
+	id, receipt := r.body["id"].(string), r.body["receipt"].(string)
+	if res := tb.do(t, "POST", "/v1/inquiries/"+id+"/transitions", tb.op, map[string]string{"If-Match": `"1"`}, `{"to":"triaged","priority":"urgent"}`); res.status != 200 {
+		t.Fatal(res.raw)
+	}
+	if res := tb.do(t, "POST", "/v1/inquiries/"+id+"/notes", tb.op, nil, `{"body":"internal remark"}`); res.status != 200 {
+		t.Fatal(res.raw)
+	}
+	for _, c := range []struct {
+		slug           string
+		set            tenancy.PortalView
+		priority, team any
+	}{
+		{"", tenancy.PortalView{}, nil, nil},
+		{"globex", tenancy.PortalView{ShowPriority: true, ShowTeam: true}, nil, nil},
+		{"acme", tenancy.PortalView{ShowPriority: true}, "urgent", nil},
+		{"acme", tenancy.PortalView{ShowPriority: true, ShowTeam: true}, "urgent", "support"},
+		{"acme", tenancy.PortalView{ShowTeam: true}, nil, "support"},
+		{"acme", tenancy.PortalView{}, nil, nil},
+	} {
+		if c.slug != "" {
+			if _, err := tb.app.Tenancy.SetPortalView(t.Context(), c.slug, c.set); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, v := range []resp{tb.do(t, "GET", "/v1/portal/inquiries/"+receipt, integ, nil, ""), tb.do(t, "GET", "/v1/portal/inquiries?external_id=cust-9", integ, nil, "")} {
+			view := v.body
+			if items, ok := v.body["items"].([]any); ok && len(items) == 1 {
+				view = items[0].(map[string]any)
+			}
+			if v.status != 200 || view["priority"] != c.priority || view["team"] != c.team {
+				t.Errorf("%s %+v: view = %d %s", c.slug, c.set, v.status, v.raw)
+			}
+			for _, internal := range []string{"internal remark", "Olga", tb.opID, "triaged"} {
+				if strings.Contains(v.raw, internal) {
+					t.Errorf("%s %+v: view contains %q", c.slug, c.set, internal)
+				}
+			}
+		}
+	}
+	if _, err := tb.app.Tenancy.SetPortalView(t.Context(), "nope", tenancy.PortalView{ShowTeam: true}); !errors.Is(err, domain.ErrNotFound) {
+		t.Errorf("unknown tenant: %v", err)
 	}
 }
 

@@ -186,3 +186,34 @@ func TestNoEmptyDatabaseLeftBehind(t *testing.T) {
 		t.Fatalf("tokens list once the database exists = exit %d, %s", code, stderr)
 	}
 }
+
+// TestTenantsSetPortal: set-portal replaces the tenant's requester-view setting (a flag left out
+// is off) and prints it; an unknown tenant fails.
+func TestTenantsSetPortal(t *testing.T) {
+	t.Parallel()
+	dir := filepath.Join(t.TempDir(), "data")
+	if code, _, stderr := runCLI(t, "tenants", "create", "--slug", "acme", "--data-dir", dir); code != 0 {
+		t.Fatal(stderr)
+	}
+	for _, c := range []struct {
+		args       []string
+		prio, team bool
+	}{
+		{[]string{"--show-priority", "--show-team"}, true, true},
+		{[]string{"--show-team"}, false, true},
+		{nil, false, false},
+	} {
+		code, stdout, stderr := runCLI(t, append([]string{"tenants", "set-portal", "--slug", "acme", "--data-dir", dir}, c.args...)...)
+		var got struct {
+			Slug         string
+			ShowPriority bool `json:"show_priority"`
+			ShowTeam     bool `json:"show_team"`
+		}
+		if err := json.Unmarshal([]byte(stdout), &got); code != 0 || err != nil || got.Slug != "acme" || got.ShowPriority != c.prio || got.ShowTeam != c.team {
+			t.Errorf("set-portal %v = exit %d\nstdout: %s\nstderr: %s", c.args, code, stdout, stderr)
+		}
+	}
+	if code, _, stderr := runCLI(t, "tenants", "set-portal", "--slug", "nope", "--data-dir", dir); code == 0 {
+		t.Errorf("unknown tenant: exit 0, %s", stderr)
+	}
+}

@@ -57,6 +57,7 @@ commands:
   tenants set-form --slug S [--name N] [--category slug=Label]…  the public form's display name and categories
   tenants set-origins --slug S [--origin O]…  trusted browser origins of the tenant's public intake
   tenants list                               every tenant's id and slug
+  tenants set-portal --slug S [--show-priority] [--show-team]  internal fields the portal reads show requesters (none by default)
   principals create --tenant S --name N --role admin|operator|viewer|integration [--team T] [--ttl D]
                                              create a principal; prints its token once
   principals list --tenant S                 id, name, role, team, disabled, linked Slack users (never tokens)
@@ -300,8 +301,11 @@ func tenants(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if len(args) > 0 && args[0] == "list" {
 		return tenantsList(ctx, args[1:], stdout, stderr)
 	}
+	if len(args) > 0 && args[0] == "set-portal" {
+		return setPortal(ctx, args[1:], stdout, stderr)
+	}
 	if len(args) == 0 || args[0] != "create" {
-		return errors.New("usage: casebook tenants create --slug S [--name N] [--ttl D] | list | set-origins --slug S [--origin O]… | set-form --slug S [--name N] [--category slug=Label]…")
+		return errors.New("usage: casebook tenants create --slug S [--name N] [--ttl D] | list | set-origins --slug S [--origin O]… | set-form --slug S [--name N] [--category slug=Label]… | set-portal --slug S [--show-priority] [--show-team]")
 	}
 	fs, sf := newFlags("tenants create", stderr)
 	sf.creates = true

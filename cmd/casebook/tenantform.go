@@ -72,3 +72,28 @@ func consoleBase(public, addr string) string {
 	}
 	return "http://" + addr
 }
+
+// setPortal is `tenants set-portal`: which internal fields the portal reads show requesters. It
+// replaces the setting: a flag left out is off.
+func setPortal(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs, sf := newFlags("tenants set-portal", stderr)
+	slug := fs.String("slug", "", required+"tenant slug")
+	prio := fs.Bool("show-priority", false, "show requesters the inquiry's priority")
+	team := fs.Bool("show-team", false, "show requesters the inquiry's team")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("tenants set-portal: unexpected argument %q", fs.Arg(0))
+	}
+	a, err := sf.open(ctx, logger(stderr))
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+	v, err := a.Tenancy.SetPortalView(ctx, *slug, tenancy.PortalView{ShowPriority: *prio, ShowTeam: *team})
+	if err != nil {
+		return err
+	}
+	return printJSON(stdout, map[string]any{"slug": *slug, "show_priority": v.ShowPriority, "show_team": v.ShowTeam})
+}

@@ -7328,6 +7328,39 @@ func (s *OptReleaseLegalHoldReq) UnmarshalJSON(data []byte) error {
 	return s.Decode(d)
 }
 
+// Encode encodes RequesterViewPriority as json.
+func (o OptRequesterViewPriority) Encode(e *jx.Encoder) {
+	if !o.Set {
+		return
+	}
+	e.Str(string(o.Value))
+}
+
+// Decode decodes RequesterViewPriority from json.
+func (o *OptRequesterViewPriority) Decode(d *jx.Decoder) error {
+	if o == nil {
+		return errors.New("invalid: unable to decode OptRequesterViewPriority to nil")
+	}
+	o.Set = true
+	if err := o.Value.Decode(d); err != nil {
+		return err
+	}
+	return nil
+}
+
+// MarshalJSON implements stdjson.Marshaler.
+func (s OptRequesterViewPriority) MarshalJSON() ([]byte, error) {
+	e := jx.Encoder{}
+	s.Encode(&e)
+	return e.Bytes(), nil
+}
+
+// UnmarshalJSON implements stdjson.Unmarshaler.
+func (s *OptRequesterViewPriority) UnmarshalJSON(data []byte) error {
+	d := jx.DecodeBytes(data)
+	return s.Decode(d)
+}
+
 // Encode encodes SLAPolicyBusinessHours as json.
 func (o OptSLAPolicyBusinessHours) Encode(e *jx.Encoder) {
 	if !o.Set {
@@ -15051,9 +15084,21 @@ func (s *RequesterView) encodeFields(e *jx.Encoder) {
 		}
 		e.ArrEnd()
 	}
+	{
+		if s.Priority.Set {
+			e.FieldStart("priority")
+			s.Priority.Encode(e)
+		}
+	}
+	{
+		if s.Team.Set {
+			e.FieldStart("team")
+			s.Team.Encode(e)
+		}
+	}
 }
 
-var jsonFieldsNameOfRequesterView = [8]string{
+var jsonFieldsNameOfRequesterView = [10]string{
 	0: "receipt",
 	1: "status",
 	2: "created_at",
@@ -15062,6 +15107,8 @@ var jsonFieldsNameOfRequesterView = [8]string{
 	5: "subject",
 	6: "category",
 	7: "messages",
+	8: "priority",
+	9: "team",
 }
 
 // Decode decodes RequesterView from json.
@@ -15069,7 +15116,7 @@ func (s *RequesterView) Decode(d *jx.Decoder) error {
 	if s == nil {
 		return errors.New("invalid: unable to decode RequesterView to nil")
 	}
-	var requiredBitSet [1]uint8
+	var requiredBitSet [2]uint8
 
 	if err := d.ObjBytes(func(d *jx.Decoder, k []byte) error {
 		switch string(k) {
@@ -15167,6 +15214,26 @@ func (s *RequesterView) Decode(d *jx.Decoder) error {
 			}(); err != nil {
 				return errors.Wrap(err, "decode field \"messages\"")
 			}
+		case "priority":
+			if err := func() error {
+				s.Priority.Reset()
+				if err := s.Priority.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"priority\"")
+			}
+		case "team":
+			if err := func() error {
+				s.Team.Reset()
+				if err := s.Team.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"team\"")
+			}
 		default:
 			return d.Skip()
 		}
@@ -15176,8 +15243,9 @@ func (s *RequesterView) Decode(d *jx.Decoder) error {
 	}
 	// Validate required fields.
 	var failures []validate.FieldError
-	for i, mask := range [1]uint8{
+	for i, mask := range [2]uint8{
 		0b10001111,
+		0b00000000,
 	} {
 		if result := (requiredBitSet[i] & mask) ^ mask; result != 0 {
 			// Mask only required fields and check equality to mask using XOR.
@@ -15332,6 +15400,50 @@ func (s *RequesterViewMessagesItem) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON implements stdjson.Unmarshaler.
 func (s *RequesterViewMessagesItem) UnmarshalJSON(data []byte) error {
+	d := jx.DecodeBytes(data)
+	return s.Decode(d)
+}
+
+// Encode encodes RequesterViewPriority as json.
+func (s RequesterViewPriority) Encode(e *jx.Encoder) {
+	e.Str(string(s))
+}
+
+// Decode decodes RequesterViewPriority from json.
+func (s *RequesterViewPriority) Decode(d *jx.Decoder) error {
+	if s == nil {
+		return errors.New("invalid: unable to decode RequesterViewPriority to nil")
+	}
+	v, err := d.StrBytes()
+	if err != nil {
+		return err
+	}
+	// Try to use constant string.
+	switch RequesterViewPriority(v) {
+	case RequesterViewPriorityLow:
+		*s = RequesterViewPriorityLow
+	case RequesterViewPriorityNormal:
+		*s = RequesterViewPriorityNormal
+	case RequesterViewPriorityHigh:
+		*s = RequesterViewPriorityHigh
+	case RequesterViewPriorityUrgent:
+		*s = RequesterViewPriorityUrgent
+	default:
+		*s = RequesterViewPriority(v)
+	}
+
+	return nil
+}
+
+// MarshalJSON implements stdjson.Marshaler.
+func (s RequesterViewPriority) MarshalJSON() ([]byte, error) {
+	e := jx.Encoder{}
+	s.Encode(&e)
+	return e.Bytes(), nil
+}
+
+// UnmarshalJSON implements stdjson.Unmarshaler.
+func (s *RequesterViewPriority) UnmarshalJSON(data []byte) error {
 	d := jx.DecodeBytes(data)
 	return s.Decode(d)
 }

@@ -3379,6 +3379,52 @@ func (o OptReleaseLegalHoldReq) Or(d ReleaseLegalHoldReq) ReleaseLegalHoldReq {
 	return d
 }
 
+// NewOptRequesterViewPriority returns new OptRequesterViewPriority with value set to v.
+func NewOptRequesterViewPriority(v RequesterViewPriority) OptRequesterViewPriority {
+	return OptRequesterViewPriority{
+		Value: v,
+		Set:   true,
+	}
+}
+
+// OptRequesterViewPriority is optional RequesterViewPriority.
+type OptRequesterViewPriority struct {
+	Value RequesterViewPriority
+	Set   bool
+}
+
+// IsSet returns true if OptRequesterViewPriority was set.
+func (o OptRequesterViewPriority) IsSet() bool { return o.Set }
+
+// Reset unsets value.
+func (o *OptRequesterViewPriority) Reset() {
+	var v RequesterViewPriority
+	o.Value = v
+	o.Set = false
+}
+
+// SetTo sets value to v.
+func (o *OptRequesterViewPriority) SetTo(v RequesterViewPriority) {
+	o.Set = true
+	o.Value = v
+}
+
+// Get returns value and boolean that denotes whether value was set.
+func (o OptRequesterViewPriority) Get() (v RequesterViewPriority, ok bool) {
+	if !o.Set {
+		return v, false
+	}
+	return o.Value, true
+}
+
+// Or returns value if set, or given parameter if does not.
+func (o OptRequesterViewPriority) Or(d RequesterViewPriority) RequesterViewPriority {
+	if v, ok := o.Get(); ok {
+		return v
+	}
+	return d
+}
+
 // NewOptSLAPolicyBusinessHours returns new OptSLAPolicyBusinessHours with value set to v.
 func NewOptSLAPolicyBusinessHours(v SLAPolicyBusinessHours) OptSLAPolicyBusinessHours {
 	return OptSLAPolicyBusinessHours{
@@ -4964,7 +5010,8 @@ type ReleaseLegalHoldUnprocessableEntity Error
 
 func (*ReleaseLegalHoldUnprocessableEntity) releaseLegalHoldRes() {}
 
-// What the requester may see: no notes, owner, team, priority, SLA or Slack state.
+// What the requester may see: no notes, owner, SLA or Slack state; priority and team only where the
+// tenant shows them (casebook tenants set-portal), and only once set.
 // Ref: #/components/schemas/RequesterView
 type RequesterView struct {
 	Receipt   string              `json:"receipt"`
@@ -4976,6 +5023,10 @@ type RequesterView struct {
 	Subject    OptString                   `json:"subject"`
 	Category   OptString                   `json:"category"`
 	Messages   []RequesterViewMessagesItem `json:"messages"`
+	// Only when the tenant shows priority to requesters.
+	Priority OptRequesterViewPriority `json:"priority"`
+	// Only when the tenant shows the team to requesters.
+	Team OptString `json:"team"`
 }
 
 // GetReceipt returns the value of Receipt.
@@ -5018,6 +5069,16 @@ func (s *RequesterView) GetMessages() []RequesterViewMessagesItem {
 	return s.Messages
 }
 
+// GetPriority returns the value of Priority.
+func (s *RequesterView) GetPriority() OptRequesterViewPriority {
+	return s.Priority
+}
+
+// GetTeam returns the value of Team.
+func (s *RequesterView) GetTeam() OptString {
+	return s.Team
+}
+
 // SetReceipt sets the value of Receipt.
 func (s *RequesterView) SetReceipt(val string) {
 	s.Receipt = val
@@ -5058,6 +5119,16 @@ func (s *RequesterView) SetMessages(val []RequesterViewMessagesItem) {
 	s.Messages = val
 }
 
+// SetPriority sets the value of Priority.
+func (s *RequesterView) SetPriority(val OptRequesterViewPriority) {
+	s.Priority = val
+}
+
+// SetTeam sets the value of Team.
+func (s *RequesterView) SetTeam(val OptString) {
+	s.Team = val
+}
+
 func (*RequesterView) getPortalInquiriesByReceiptRes() {}
 
 type RequesterViewMessagesItem struct {
@@ -5083,6 +5154,62 @@ func (s *RequesterViewMessagesItem) SetAt(val time.Time) {
 // SetBody sets the value of Body.
 func (s *RequesterViewMessagesItem) SetBody(val string) {
 	s.Body = val
+}
+
+// Only when the tenant shows priority to requesters.
+type RequesterViewPriority string
+
+const (
+	RequesterViewPriorityLow    RequesterViewPriority = "low"
+	RequesterViewPriorityNormal RequesterViewPriority = "normal"
+	RequesterViewPriorityHigh   RequesterViewPriority = "high"
+	RequesterViewPriorityUrgent RequesterViewPriority = "urgent"
+)
+
+// AllValues returns all RequesterViewPriority values.
+func (RequesterViewPriority) AllValues() []RequesterViewPriority {
+	return []RequesterViewPriority{
+		RequesterViewPriorityLow,
+		RequesterViewPriorityNormal,
+		RequesterViewPriorityHigh,
+		RequesterViewPriorityUrgent,
+	}
+}
+
+// MarshalText implements encoding.TextMarshaler.
+func (s RequesterViewPriority) MarshalText() ([]byte, error) {
+	switch s {
+	case RequesterViewPriorityLow:
+		return []byte(s), nil
+	case RequesterViewPriorityNormal:
+		return []byte(s), nil
+	case RequesterViewPriorityHigh:
+		return []byte(s), nil
+	case RequesterViewPriorityUrgent:
+		return []byte(s), nil
+	default:
+		return nil, errors.Errorf("invalid value: %q", s)
+	}
+}
+
+// UnmarshalText implements encoding.TextUnmarshaler.
+func (s *RequesterViewPriority) UnmarshalText(data []byte) error {
+	switch RequesterViewPriority(data) {
+	case RequesterViewPriorityLow:
+		*s = RequesterViewPriorityLow
+		return nil
+	case RequesterViewPriorityNormal:
+		*s = RequesterViewPriorityNormal
+		return nil
+	case RequesterViewPriorityHigh:
+		*s = RequesterViewPriorityHigh
+		return nil
+	case RequesterViewPriorityUrgent:
+		*s = RequesterViewPriorityUrgent
+		return nil
+	default:
+		return errors.Errorf("invalid value: %q", data)
+	}
 }
 
 type RequesterViewStatus string
