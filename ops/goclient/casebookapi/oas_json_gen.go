@@ -15968,12 +15968,19 @@ func (s *SetSlackEscalationOK) encodeFields(e *jx.Encoder) {
 			s.InstallationID.Encode(e)
 		}
 	}
+	{
+		if s.Checked.Set {
+			e.FieldStart("checked")
+			s.Checked.Encode(e)
+		}
+	}
 }
 
-var jsonFieldsNameOfSetSlackEscalationOK = [3]string{
+var jsonFieldsNameOfSetSlackEscalationOK = [4]string{
 	0: "channel",
 	1: "clearance",
 	2: "installation_id",
+	3: "checked",
 }
 
 // Decode decodes SetSlackEscalationOK from json.
@@ -16013,6 +16020,16 @@ func (s *SetSlackEscalationOK) Decode(d *jx.Decoder) error {
 				return nil
 			}(); err != nil {
 				return errors.Wrap(err, "decode field \"installation_id\"")
+			}
+		case "checked":
+			if err := func() error {
+				s.Checked.Reset()
+				if err := s.Checked.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"checked\"")
 			}
 		default:
 			return d.Skip()

@@ -5384,6 +5384,9 @@ type SetSlackEscalationOK struct {
 	Channel        OptString                        `json:"channel"`
 	Clearance      OptSetSlackEscalationOKClearance `json:"clearance"`
 	InstallationID OptString                        `json:"installation_id"`
+	// What Slack said of the channel when it was set (conversations.info): bot is a member, or not
+	// checked:.
+	Checked OptString `json:"checked"`
 }
 
 // GetChannel returns the value of Channel.
@@ -5401,6 +5404,11 @@ func (s *SetSlackEscalationOK) GetInstallationID() OptString {
 	return s.InstallationID
 }
 
+// GetChecked returns the value of Checked.
+func (s *SetSlackEscalationOK) GetChecked() OptString {
+	return s.Checked
+}
+
 // SetChannel sets the value of Channel.
 func (s *SetSlackEscalationOK) SetChannel(val OptString) {
 	s.Channel = val
@@ -5414,6 +5422,11 @@ func (s *SetSlackEscalationOK) SetClearance(val OptSetSlackEscalationOKClearance
 // SetInstallationID sets the value of InstallationID.
 func (s *SetSlackEscalationOK) SetInstallationID(val OptString) {
 	s.InstallationID = val
+}
+
+// SetChecked sets the value of Checked.
+func (s *SetSlackEscalationOK) SetChecked(val OptString) {
+	s.Checked = val
 }
 
 func (*SetSlackEscalationOK) setSlackEscalationRes() {}
