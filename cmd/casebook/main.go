@@ -91,7 +91,8 @@ commands:
   erase --tenant S --inquiry ID              crypto-shred an inquiry's personal data (refused under legal hold)
   retention set|show|sweep [--tenant S] [--file policy.json]
                                              a tenant's retention policy; run the retention job once
-  dev fake-slack [--addr A]                  serve the fake Slack Web API for local demos
+  dev fake-slack [--addr A] [--non-marketplace]
+                                             serve the fake Slack Web API for local demos
   version                                    print the version, commit and Go version
 
 Run 'casebook <command> -h' for the flags of a command. Commands print their result on stdout

@@ -159,15 +159,17 @@ func withTenant(ctx context.Context, sf *storageFlags, stderr io.Writer, slug st
 	return fn(a, t.ID)
 }
 
-// devCmd runs development helpers: `casebook dev fake-slack --addr A` serves the stateful fake
-// Slack Web API for local demos.
+// devCmd runs development helpers: `casebook dev fake-slack --addr A [--non-marketplace]` serves
+// the stateful fake Slack Web API for local demos; --non-marketplace applies the
+// conversations.history limits Slack sets for apps not in the Slack Marketplace.
 func devCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 || args[0] != "fake-slack" {
-		return errors.New("usage: casebook dev fake-slack [--addr 127.0.0.1:8090] [--channel C…]")
+		return errors.New("usage: casebook dev fake-slack [--addr 127.0.0.1:8090] [--non-marketplace]")
 	}
 	fs := flag.NewFlagSet("casebook dev fake-slack", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	addr := fs.String("addr", "127.0.0.1:8090", "listen address")
+	nonMarketplace := fs.Bool("non-marketplace", false, "conversations.history: at most 15 messages per call, one call a minute (Slack's limits for apps not in the Marketplace)")
 	if err := parseFlags(fs, args[1:]); err != nil {
 		return err
 	}
@@ -175,7 +177,7 @@ func devCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
-	srv := fakeslack.New(fakeslack.Options{BaseURL: "http://" + ln.Addr().String() + "/api/", AutoCreateChannels: true})
+	srv := fakeslack.New(fakeslack.Options{BaseURL: "http://" + ln.Addr().String() + "/api/", AutoCreateChannels: true, NonMarketplace: *nonMarketplace})
 	defer srv.Close()
 	_ = printJSON(stdout, map[string]string{"api_url": srv.URL(), "token": srv.Token(), "port": strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)})
 	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}

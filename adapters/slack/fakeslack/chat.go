@@ -13,6 +13,10 @@ import (
 // historyMaxLimit is Slack's documented ceiling for conversations.history.
 const historyMaxLimit = 999
 
+// HistoryNonMarketplaceLimit is the most messages conversations.history returns per call to an
+// app not approved for the Slack Marketplace (Options.NonMarketplace).
+const HistoryNonMarketplaceLimit = 15
+
 type channel struct {
 	id        string
 	msgs      []*message // every message, replies too, in ts order
@@ -305,6 +309,9 @@ func (s *Server) conversationsHistory(req *request) (any, *apiError) {
 		limit = 100
 	}
 	limit = min(limit, historyMaxLimit)
+	if s.opts.NonMarketplace {
+		limit = min(limit, HistoryNonMarketplaceLimit)
+	}
 	inclusive := req.p.boolean("inclusive")
 	var oldest, latest int64 = -1, 1 << 62
 	if v := req.p.str("oldest"); v != "" {

@@ -35,6 +35,13 @@ const (
 	CodeOverCellFields      = "over_cell_fields_limit"
 	CodeUneditableColumn    = "uneditable_column"
 	CodeOverRowMaximum      = "over_row_maximum"
+	CodeRowNotFound         = "row_not_found"
+	CodeColumnNotFound      = "column_not_found"
+	CodePermissionDenied    = "permission_denied"
+	CodeInvalidArgs         = "invalid_args"
+	CodeRestrictedAction    = "restricted_action"
+	CodeInvalidParameters   = "invalid_parameters"
+	CodeUserNotFound        = "user_not_found"
 )
 
 // FaultKind says how an injected fault answers.

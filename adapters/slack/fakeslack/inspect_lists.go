@@ -211,7 +211,9 @@ func (s *Server) CreateList(name string, columns ...Column) (ListInfo, error) {
 		}
 		cols = append(cols, col)
 	}
-	return s.addListLocked(name, "U0HUMAN0001", cols).info(), nil
+	l := s.addListLocked(name, "U0HUMAN0001", cols)
+	l.access[s.opts.BotUserID] = accessWrite // shared with the app; SetBotAccess takes it back
+	return l.info(), nil
 }
 
 // List returns a List's schema and counts.

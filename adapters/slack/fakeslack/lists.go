@@ -18,6 +18,7 @@ const itemsListMaxLimit = 1000
 type list struct {
 	id, name    string
 	createdBy   string
+	access      map[string]string // user or channel id → read, write or owner (see access.go)
 	dateCreated int64
 	columns     []*column
 	rowCap      int
@@ -184,7 +185,7 @@ type cellWrite struct {
 func parseCellWrites(raw []byte) ([]cellWrite, *apiError) {
 	var objs []map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &objs); err != nil {
-		return nil, errCode(CodeInvalidArguments)
+		return nil, errCode(CodeInvalidArgs)
 	}
 	out := make([]cellWrite, 0, len(objs))
 	for _, o := range objs {
@@ -212,7 +213,7 @@ func (l *list) stage(w cellWrite, missingColumn string) (string, cell, bool, *ap
 	}
 	col := l.column(w.columnID)
 	if col == nil {
-		return "", cell{}, false, errCode(CodeInvalidColumnID)
+		return "", cell{}, false, errCode(unknownIDCode(w.columnID, "Col", CodeColumnNotFound, CodeInvalidColumnID))
 	}
 	if w.kinds != 1 {
 		return "", cell{}, false, errCode(CodeInvalidInputType)
@@ -221,12 +222,33 @@ func (l *list) stage(w cellWrite, missingColumn string) (string, cell, bool, *ap
 	return col.id, c, clear, e
 }
 
-func (s *Server) listLocked(id string) (*list, *apiError) {
+// listLocked finds the List the bot calls a method on, needing the access level need (read or
+// write): a missing list_id is invalid_args, an unknown one list_not_found, one the bot has too
+// little access to permission_denied (see access.go).
+func (s *Server) listLocked(id, need string) (*list, *apiError) {
+	if id == "" {
+		return nil, errCode(CodeInvalidArgs)
+	}
 	l, ok := s.lists[id]
 	if !ok {
 		return nil, errCode(CodeListNotFound)
 	}
+	if accessRank[l.access[s.opts.BotUserID]] < accessRank[need] {
+		return nil, errCode(CodePermissionDenied)
+	}
 	return l, nil
+}
+
+// unknownIDCode is the error for an id the List does not hold. Slack documents both
+// invalid_row_id/invalid_column_id ("Invalid … ID for this List") and row_not_found/
+// column_not_found ("… was not found") without saying which answers when. Our guess: an id
+// shaped like Slack's (Rec…, Col…) that names nothing here is *_not_found; anything else is
+// invalid_*_id.
+func unknownIDCode(id, prefix, notFound, invalid string) string {
+	if strings.HasPrefix(id, prefix) && len(id) > len(prefix) {
+		return notFound
+	}
+	return invalid
 }
 
 func (s *Server) newRowLocked(l *list, by string) *row {
@@ -380,12 +402,12 @@ func (s *Server) parseSchemaLocked(raw []byte) ([]*column, *apiError) {
 		Options   json.RawMessage `json:"options"`
 	}
 	if err := json.Unmarshal(raw, &cols); err != nil {
-		return nil, errCode(CodeInvalidArguments)
+		return nil, errCode(CodeInvalidArgs)
 	}
 	out := make([]*column, 0, len(cols))
 	for _, c := range cols {
 		if c.Key == "" || c.Type == "" {
-			return nil, errCode(CodeInvalidArguments)
+			return nil, errCode(CodeInvalidArgs)
 		}
 		col, e := newColumn(c.Key, c.Name, c.Type, c.IsPrimary, c.Options)
 		if e != nil {
@@ -433,7 +455,8 @@ func (s *Server) addListLocked(name, by string, cols []*column) *list {
 	for _, c := range cols {
 		c.id = s.newIDLocked("Col")
 	}
-	l := &list{id: s.newIDLocked("F"), name: name, createdBy: by, dateCreated: s.clock.Now().Unix(), columns: cols, rowCap: s.opts.RowCap}
+	l := &list{id: s.newIDLocked("F"), name: name, createdBy: by, dateCreated: s.clock.Now().Unix(), columns: cols, rowCap: s.opts.RowCap,
+		access: map[string]string{by: accessOwner}}
 	s.lists[l.id] = l
 	return l
 }
@@ -441,7 +464,7 @@ func (s *Server) addListLocked(name, by string, cols []*column) *list {
 func (s *Server) listsCreate(req *request) (any, *apiError) {
 	name := req.p.str("name")
 	if name == "" {
-		return nil, errCode(CodeInvalidArguments)
+		return nil, errCode(CodeInvalidArgs)
 	}
 	var cols []*column
 	if raw := req.p.raw("schema"); raw != nil {
@@ -491,7 +514,7 @@ func (s *Server) createRowLocked(l *list, by, parentID, duplicateOf string, writ
 }
 
 func (s *Server) itemsCreate(req *request) (any, *apiError) {
-	l, e := s.listLocked(req.listID)
+	l, e := s.listLocked(req.listID, accessWrite)
 	if e != nil {
 		return nil, e
 	}
@@ -525,7 +548,7 @@ func (s *Server) updateRowsLocked(l *list, by string, writes []cellWrite) *apiEr
 		if w.toCreate {
 			create = true
 		} else if r = l.row(w.rowID); r == nil {
-			return errCode(CodeInvalidRowID)
+			return errCode(unknownIDCode(w.rowID, "Rec", CodeRowNotFound, CodeInvalidRowID))
 		}
 		colID, c, clear, e := l.stage(w, CodeColumnIDNotProvided)
 		if e != nil {
@@ -557,20 +580,20 @@ func (s *Server) updateRowsLocked(l *list, by string, writes []cellWrite) *apiEr
 }
 
 func (s *Server) itemsUpdate(req *request) (any, *apiError) {
-	l, e := s.listLocked(req.listID)
+	l, e := s.listLocked(req.listID, accessWrite)
 	if e != nil {
 		return nil, e
 	}
 	raw := req.p.raw("cells")
 	if raw == nil {
-		return nil, errCode(CodeInvalidArguments)
+		return nil, errCode(CodeInvalidArgs)
 	}
 	writes, e := parseCellWrites(raw)
 	if e != nil {
 		return nil, e
 	}
 	if len(writes) == 0 {
-		return nil, errCode(CodeInvalidArguments)
+		return nil, errCode(CodeInvalidArgs)
 	}
 	if e := s.updateRowsLocked(l, s.opts.BotUserID, writes); e != nil {
 		return nil, e
@@ -588,9 +611,12 @@ func deleteRowLocked(l *list, id string) bool {
 }
 
 func (s *Server) itemsDelete(req *request) (any, *apiError) {
-	l, e := s.listLocked(req.listID)
+	l, e := s.listLocked(req.listID, accessWrite)
 	if e != nil {
 		return nil, e
+	}
+	if req.p.str("id") == "" {
+		return nil, errCode(CodeInvalidArgs)
 	}
 	if !deleteRowLocked(l, req.p.str("id")) {
 		return nil, errCode(CodeRecordNotFound)
@@ -599,9 +625,12 @@ func (s *Server) itemsDelete(req *request) (any, *apiError) {
 }
 
 func (s *Server) itemsInfo(req *request) (any, *apiError) {
-	l, e := s.listLocked(req.listID)
+	l, e := s.listLocked(req.listID, accessRead)
 	if e != nil {
 		return nil, e
+	}
+	if req.p.str("id") == "" {
+		return nil, errCode(CodeInvalidArgs)
 	}
 	r := l.row(req.p.str("id"))
 	if r == nil {
@@ -621,13 +650,13 @@ func itemsCursor(listID string, archived bool, seq int64) string {
 }
 
 func (s *Server) itemsList(req *request) (any, *apiError) {
-	l, e := s.listLocked(req.listID)
+	l, e := s.listLocked(req.listID, accessRead)
 	if e != nil {
 		return nil, e
 	}
 	limit, ok := req.p.integer("limit", 100)
 	if !ok {
-		return nil, errCode(CodeInvalidArguments)
+		return nil, errCode(CodeInvalidArgs)
 	}
 	if limit <= 0 {
 		limit = 100

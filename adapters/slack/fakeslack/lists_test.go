@@ -98,7 +98,7 @@ func TestListsCreate(t *testing.T) {
 	if s := empty.ListMetadata.Schema; len(s) != 1 || s[0].Type != slack.ListColumnText || s[0].IsPrimaryColumn == nil || !*s[0].IsPrimaryColumn {
 		t.Errorf("default schema = %+v", s)
 	}
-	if a := b.postForm(t, "slackLists.create", url.Values{"token": {b.srv.Token()}}); a.errCode() != fakeslack.CodeInvalidArguments {
+	if a := b.postForm(t, "slackLists.create", url.Values{"token": {b.srv.Token()}}); a.errCode() != fakeslack.CodeInvalidArgs {
 		t.Errorf("create without name: %+v", a.body)
 	}
 }
@@ -240,6 +240,11 @@ func TestListItemsUpdate(t *testing.T) {
 	}
 }
 
+// TestListItemCellErrors: every refused write answers the code Slack documents for it
+// (https://api.slack.com/methods/slackLists.items.update and .create, "Errors"): an id shaped like
+// Slack's that names nothing is row_not_found / column_not_found, a malformed one
+// invalid_row_id / invalid_column_id, missing or malformed arguments invalid_args; and a refused
+// call changes nothing.
 func TestListItemCellErrors(t *testing.T) {
 	t.Parallel()
 	b := setup(t, fakeslack.Options{})
@@ -260,7 +265,7 @@ func TestListItemCellErrors(t *testing.T) {
 		{"create unknown column", func() error {
 			_, err := b.api.CreateListItemContext(ctx, bd.listID, slack.CreateListItemOptionInitialFields([]slack.ListItemField{{ColumnID: "Col0NOSUCH01", Select: []string{"new"}}}))
 			return err
-		}, fakeslack.CodeInvalidColumnID},
+		}, fakeslack.CodeColumnNotFound},
 		{"create unknown option", func() error {
 			_, err := b.api.CreateListItemContext(ctx, bd.listID, slack.CreateListItemOptionInitialFields(bd.fields("x", "wontfix")))
 			return err
@@ -283,19 +288,19 @@ func TestListItemCellErrors(t *testing.T) {
 		}, fakeslack.CodeListNotFound},
 		{"update unknown row", func() error {
 			return b.api.UpdateListItemsContext(ctx, bd.listID, []slack.ListItemCell{{RowID: "Rec0NOSUCH01", ListItemField: slack.ListItemField{ColumnID: bd.status, Select: []string{"new"}}}})
-		}, fakeslack.CodeInvalidRowID},
+		}, fakeslack.CodeRowNotFound},
 		{"update without column id", func() error {
 			return b.api.UpdateListItemsContext(ctx, bd.listID, []slack.ListItemCell{cell(slack.ListItemField{Select: []string{"new"}})})
 		}, fakeslack.CodeColumnIDNotProvided},
 		{"update unknown column", func() error {
 			return b.api.UpdateListItemsContext(ctx, bd.listID, []slack.ListItemCell{cell(slack.ListItemField{ColumnID: "Col0NOSUCH01", Select: []string{"new"}})})
-		}, fakeslack.CodeInvalidColumnID},
+		}, fakeslack.CodeColumnNotFound},
 		{"update is all or nothing", func() error {
 			return b.api.UpdateListItemsContext(ctx, bd.listID, []slack.ListItemCell{
 				cell(slack.ListItemField{ColumnID: bd.status, Select: []string{"resolved"}}),
 				cell(slack.ListItemField{ColumnID: "Col0NOSUCH01", Select: []string{"new"}}),
 			})
-		}, fakeslack.CodeInvalidColumnID},
+		}, fakeslack.CodeColumnNotFound},
 		{"update in unknown list", func() error {
 			return b.api.UpdateListItemsContext(ctx, "F0NOSUCHLS1", []slack.ListItemCell{cell(slack.ListItemField{ColumnID: bd.status, Select: []string{"new"}})})
 		}, fakeslack.CodeListNotFound},
@@ -305,6 +310,22 @@ func TestListItemCellErrors(t *testing.T) {
 			})
 			return errors.New(a.errCode())
 		}, fakeslack.CodeInvalidInputType},
+		{"update malformed row id", func() error {
+			return b.api.UpdateListItemsContext(ctx, bd.listID, []slack.ListItemCell{{RowID: "bogus", ListItemField: slack.ListItemField{ColumnID: bd.status, Select: []string{"new"}}}})
+		}, fakeslack.CodeInvalidRowID},
+		{"update malformed column id", func() error {
+			return b.api.UpdateListItemsContext(ctx, bd.listID, []slack.ListItemCell{cell(slack.ListItemField{ColumnID: "bogus", Select: []string{"new"}})})
+		}, fakeslack.CodeInvalidColumnID},
+		{"update without list id", func() error {
+			a := b.postJSON(t, "slackLists.items.update", b.srv.Token(), map[string]any{
+				"cells": []any{map[string]any{"row_id": id, "column_id": bd.status, "select": []string{"new"}}},
+			})
+			return errors.New(a.errCode())
+		}, fakeslack.CodeInvalidArgs},
+		{"update with cells that are not an array", func() error {
+			a := b.postJSON(t, "slackLists.items.update", b.srv.Token(), map[string]any{"list_id": bd.listID, "cells": "{"})
+			return errors.New(a.errCode())
+		}, fakeslack.CodeInvalidArgs},
 		{"legacy key and value", func() error {
 			a := b.postJSON(t, "slackLists.items.update", b.srv.Token(), map[string]any{
 				"list_id": bd.listID, "cells": []any{map[string]any{"row_id": id, "key": "status", "value": "resolved"}},
@@ -610,7 +631,7 @@ func TestHandEditedRows(t *testing.T) {
 	}
 
 	var apiErr *fakeslack.APIError
-	if _, err := b.srv.AddRow(bd.listID, "U0OPERATOR1", fakeslack.SelectCell("Col0NOSUCH01", "new")); !errors.As(err, &apiErr) || apiErr.Code != fakeslack.CodeInvalidColumnID {
+	if _, err := b.srv.AddRow(bd.listID, "U0OPERATOR1", fakeslack.SelectCell("Col0NOSUCH01", "new")); !errors.As(err, &apiErr) || apiErr.Code != fakeslack.CodeColumnNotFound {
 		t.Errorf("AddRow with unknown column: %v", err)
 	}
 	if err := b.srv.EditRow(bd.listID, foreign, "U0OPERATOR1", fakeslack.ClearCell(bd.due, "date")); err != nil {

@@ -51,6 +51,13 @@ type Options struct {
 	ItemsPageMax int
 	// RateLimits per method name, e.g. "chat.postMessage".
 	RateLimits map[string]RateLimit
+	// NonMarketplace applies the limits Slack sets for apps not approved for the Slack
+	// Marketplace (https://api.slack.com/changelog/2025-05-terms-rate-limit-update-and-faq,
+	// https://api.slack.com/apis/rate-limits): conversations.history answers at most
+	// HistoryNonMarketplaceLimit messages per call, whatever limit asks, and allows one call per
+	// minute (then ratelimited with Retry-After). RateLimits can still override the budget.
+	// Slack applies the same limits to conversations.replies; the fake does not (yet).
+	NonMarketplace bool
 
 	// Channels that exist from the start. Posting elsewhere is channel_not_found
 	// unless AutoCreateChannels is set, which creates any C…/G… id on first use.
@@ -135,6 +142,9 @@ func New(opts Options) *Server {
 		for _, sc := range opts.Scopes {
 			s.scopes[sc] = true
 		}
+	}
+	if opts.NonMarketplace {
+		s.limits["conversations.history"] = RateLimit{Budget: 1, Window: time.Minute}
 	}
 	for m, rl := range opts.RateLimits {
 		if rl.Budget > 0 && rl.Window > 0 {
@@ -338,6 +348,8 @@ func lookupMethod(name string) (methodSpec, bool) {
 		return methodSpec{scope: ScopeChannelsHistory, fn: (*Server).conversationsReplies}, true
 	case "slackLists.create":
 		return methodSpec{scope: ScopeListsWrite, fn: (*Server).listsCreate}, true
+	case "slackLists.access.set":
+		return methodSpec{scope: ScopeListsWrite, fn: (*Server).accessSet}, true
 	case "slackLists.items.create":
 		return methodSpec{scope: ScopeListsWrite, fn: (*Server).itemsCreate}, true
 	case "slackLists.items.update":

@@ -6,14 +6,18 @@ import (
 	"time"
 )
 
-// Error codes of views.open. Our reading of Slack: an id Slack never issued (or malformed) is
-// invalid_trigger_id; one already used, or older than TriggerTTL, is expired_trigger_id.
+// Error codes of views.open (https://api.slack.com/methods/views.open, "Errors"): an id Slack
+// never issued (or malformed) is invalid_trigger_id; one older than TriggerTTL is
+// expired_trigger_id; one that already opened a view is exchanged_trigger_id (a trigger is
+// exchanged once, https://api.slack.com/interactivity/handling#modal_responses).
 const (
-	CodeInvalidTriggerID = "invalid_trigger_id"
-	CodeExpiredTriggerID = "expired_trigger_id"
+	CodeInvalidTriggerID   = "invalid_trigger_id"
+	CodeExpiredTriggerID   = "expired_trigger_id"
+	CodeExchangedTriggerID = "exchanged_trigger_id"
 )
 
-// TriggerTTL is how long a trigger id can open a view (Slack documents 3 seconds).
+// TriggerTTL is how long a trigger id can open a view: "triggers expire in three seconds"
+// (https://api.slack.com/interactivity/handling#modal_responses). Measured on the fake's Clock.
 const TriggerTTL = 3 * time.Second
 
 // View is a modal opened through views.open.
@@ -79,7 +83,9 @@ func (s *Server) viewsOpen(req *request) (any, *apiError) {
 	switch {
 	case id == "" || !ok:
 		return nil, errCode(CodeInvalidTriggerID)
-	case tr.used || s.clock.Now().Sub(tr.at) > TriggerTTL:
+	case tr.used:
+		return nil, errCode(CodeExchangedTriggerID)
+	case s.clock.Now().Sub(tr.at) > TriggerTTL:
 		return nil, errCode(CodeExpiredTriggerID)
 	}
 	var v struct {
