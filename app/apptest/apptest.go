@@ -22,10 +22,17 @@ import (
 	"github.com/casebook/casebook/internal/pgtest"
 )
 
-// Clock is a settable clock for app.Config.Now.
+// Clock is a settable clock for app.Config.Now. It is also a fakeslack.Clock, so a fake Slack can
+// stamp messages on the application's time (lookups by time window need both on one clock).
 type Clock struct {
-	mu sync.Mutex
-	t  time.Time
+	mu     sync.Mutex
+	t      time.Time
+	timers []clockTimer
+}
+
+type clockTimer struct {
+	at time.Time
+	ch chan time.Time
 }
 
 // NewClock returns a clock standing at t.
@@ -34,11 +41,42 @@ func NewClock(t time.Time) *Clock { return &Clock{t: t} }
 // Now returns the clock's time.
 func (c *Clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
 
-// Advance moves the clock forward by d.
+// Advance moves the clock forward by d and fires the timers that are due.
 func (c *Clock) Advance(d time.Duration) {
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	c.t = c.t.Add(d)
-	c.mu.Unlock()
+	kept := c.timers[:0]
+	for _, tm := range c.timers {
+		if tm.at.After(c.t) {
+			kept = append(kept, tm)
+			continue
+		}
+		tm.ch <- c.t
+	}
+	c.timers = kept
+}
+
+// Timer returns a channel that receives once Advance has moved the clock d on.
+func (c *Clock) Timer(d time.Duration) (<-chan time.Time, func()) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ch := make(chan time.Time, 1)
+	if d <= 0 {
+		ch <- c.t
+		return ch, func() {}
+	}
+	c.timers = append(c.timers, clockTimer{at: c.t.Add(d), ch: ch})
+	return ch, func() {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		for i, tm := range c.timers {
+			if tm.ch == ch {
+				c.timers = append(c.timers[:i], c.timers[i+1:]...)
+				return
+			}
+		}
+	}
 }
 
 // Backend opens the application on one storage mode.

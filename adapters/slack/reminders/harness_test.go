@@ -45,7 +45,7 @@ func setup(t *testing.T, cfg app.Config, clearance string) *bundle {
 	c := apptest.NewClock(time.Date(2026, 11, 2, 9, 0, 0, 0, time.UTC))
 	cfg.Now, cfg.PublicURL, cfg.DueTick, cfg.Logger = c.Now, "https://casebook.example", -1, slog.New(slog.DiscardHandler)
 	a := apptest.Open(t, cfg)
-	fake := fakeslack.NewTestServer(t, fakeslack.Options{Channels: []string{channel, escChannel}})
+	fake := fakeslack.NewTestServer(t, fakeslack.Options{Channels: []string{channel, escChannel}, Clock: c})
 	ten, admin, olga := apptest.TenantWithOperator(t, a, "acme")
 	b := &bundle{app: a, fake: fake, clock: c, tenant: ten, admin: admin, olga: olga, worked: map[int64]bool{}}
 	var err error

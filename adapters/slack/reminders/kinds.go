@@ -315,7 +315,7 @@ func (s *Service) postOnce(ctx context.Context, api *slack.Client, channel, root
 		if root != "" {
 			ts, err = slackeffects.FindReply(ctx, api, sealer, channel, root, key, 0)
 		} else {
-			ts, err = slackeffects.FindMessage(ctx, api, sealer, channel, key, 0)
+			ts, err = s.Effects.FindPosted(ctx, api, sealer, channel, key)
 		}
 		if err != nil || ts != "" {
 			return ts, ts != "", err

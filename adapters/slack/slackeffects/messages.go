@@ -2,6 +2,10 @@ package slackeffects
 
 import (
 	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
 
 	"github.com/slack-go/slack"
 
@@ -12,7 +16,7 @@ import (
 // effect key (Sealer.Ref), by which a message whose post had an unknown result is found again.
 const MetadataEventType = "casebook_effect"
 
-// DefaultLookupLimit is how many messages a lookup by effect key reads at most.
+// DefaultLookupLimit is how many replies a lookup by effect key reads at most.
 const DefaultLookupLimit = 200
 
 // Marked returns the message option that marks a message with key's opaque reference.
@@ -24,16 +28,25 @@ func carries(sealer *slackinstall.Sealer, m slack.Message, key string) bool {
 	return m.Metadata.EventType == MetadataEventType && m.Metadata.EventPayload["key"] == sealer.Ref(key)
 }
 
-// FindMessage looks for a top-level message marked with key among the channel's newest limit
-// messages (conversations.history); "" when there is none.
-func FindMessage(ctx context.Context, api *slack.Client, sealer *slackinstall.Sealer, channel, key string, limit int) (string, error) {
-	if limit <= 0 {
-		limit = DefaultLookupLimit
+// FindPosted looks for a top-level message marked with key that an earlier attempt of key (claimed
+// in the Ledger) may have posted, and returns its ts, or "" once the attempt's whole window has
+// been read and holds none (the window is then Cleared, so the caller may post).
+//
+// It reads conversations.history between the window's ends (oldest/latest, widened by
+// Timing.ClockSkew), newest first, never the channel's recent pages: the channel may be busy,
+// and Slack gives apps outside its Marketplace 15 messages per call and one call a minute. Each
+// page read narrows the stored window, so a lookup cut short (a 429, a crash) resumes below the
+// part already read instead of starting again.
+func (r *Runtime) FindPosted(ctx context.Context, api *slack.Client, sealer *slackinstall.Sealer, channel, key string) (string, error) {
+	from, to, err := r.Ledger.Window(ctx, key)
+	if err != nil || from.IsZero() {
+		return "", err
 	}
-	cursor, seen := "", 0
-	for seen < limit {
+	skew := r.Timing.ClockSkew
+	oldest, latest := from.Add(-skew), to.Add(skew)
+	for latest.After(oldest) {
 		res, err := api.GetConversationHistoryContext(ctx, &slack.GetConversationHistoryParameters{
-			ChannelID: channel, Cursor: cursor, Limit: min(100, limit-seen), IncludeAllMetadata: true,
+			ChannelID: channel, Oldest: slackTS(oldest), Latest: slackTS(latest), Inclusive: true, Limit: 100, IncludeAllMetadata: true,
 		})
 		if err != nil {
 			return "", err
@@ -43,13 +56,42 @@ func FindMessage(ctx context.Context, api *slack.Client, sealer *slackinstall.Se
 				return m.Timestamp, nil
 			}
 		}
-		seen += len(res.Messages)
-		cursor = res.ResponseMetaData.NextCursor
-		if !res.HasMore || cursor == "" || len(res.Messages) == 0 {
+		if !res.HasMore || len(res.Messages) == 0 {
 			break
 		}
+		last, ok := parseSlackTS(res.Messages[len(res.Messages)-1].Timestamp)
+		if !ok || !last.Before(latest) {
+			return "", fmt.Errorf("conversations.history in %s did not page back from %s", channel, slackTS(latest)) // the claim stays
+		}
+		latest = last
+		if err := r.Ledger.Narrow(ctx, key, latest.Add(-skew)); err != nil {
+			return "", err
+		}
 	}
-	return "", nil
+	return "", r.Ledger.Cleared(ctx, key)
+}
+
+// slackTS writes t as a Slack timestamp ("1700000000.000100").
+func slackTS(t time.Time) string {
+	us := t.UnixMicro()
+	return fmt.Sprintf("%d.%06d", us/1_000_000, us%1_000_000)
+}
+
+// parseSlackTS reads a Slack timestamp.
+func parseSlackTS(ts string) (time.Time, bool) {
+	sec, frac, _ := strings.Cut(ts, ".")
+	s, err := strconv.ParseInt(sec, 10, 64)
+	if err != nil {
+		return time.Time{}, false
+	}
+	var us int64
+	if frac != "" {
+		frac = (frac + "000000")[:6]
+		if us, err = strconv.ParseInt(frac, 10, 64); err != nil {
+			return time.Time{}, false
+		}
+	}
+	return time.UnixMicro(s*1_000_000 + us).UTC(), true
 }
 
 // FindReply looks for a reply marked with key in the thread of root (conversations.replies, at

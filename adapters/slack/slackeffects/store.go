@@ -2,6 +2,8 @@ package slackeffects
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -43,7 +45,9 @@ CREATE TABLE IF NOT EXISTS slack_effect_health (
 	updated_at    BIGINT NOT NULL DEFAULT 0,
 	PRIMARY KEY (tenant_id, inquiry_id, kind, installation, destination)
 );
-CREATE INDEX IF NOT EXISTS slack_effect_health_dest ON slack_effect_health (tenant_id, destination, kind)`}}
+CREATE INDEX IF NOT EXISTS slack_effect_health_dest ON slack_effect_health (tenant_id, destination, kind)`}, {Version: 3, SQL: `
+ALTER TABLE slack_effect_attempts ADD COLUMN window_from BIGINT NOT NULL DEFAULT 0;
+ALTER TABLE slack_effect_attempts ADD COLUMN window_to BIGINT NOT NULL DEFAULT 0`}}
 
 // Migrate creates the runtime's tables (River's are MigrateRiver's).
 func Migrate(ctx context.Context, db *sqldb.DB) error {
@@ -59,6 +63,11 @@ type Ledger struct {
 // Claim records that a write for key is about to happen. It returns fresh=true when no attempt was
 // recorded; when one exists it is re-claimed (reconcile=true: look the effect up before writing)
 // only if older than stale, so a write still in flight elsewhere is never raced.
+//
+// Re-claiming also keeps the lookup window (Window): the span of our clock in which an earlier
+// attempt whose outcome is unknown may have landed. It opens at that attempt's start and closes
+// stale later (no call outlives stale). A window a lookup has not finished reading (Narrow,
+// Cleared) is kept as it is, so a lookup cut short by a rate limit resumes where it stopped.
 func (l *Ledger) Claim(ctx context.Context, key string, stale time.Duration) (fresh, reconcile bool, err error) {
 	now := l.Now().UnixNano()
 	res, err := l.DB.ExecContext(ctx, l.DB.Rebind(`INSERT INTO slack_effect_attempts (effect_key, created_at) VALUES (?, ?)
@@ -69,13 +78,46 @@ func (l *Ledger) Claim(ctx context.Context, key string, stale time.Duration) (fr
 	if n, _ := res.RowsAffected(); n == 1 {
 		return true, false, nil
 	}
-	res, err = l.DB.ExecContext(ctx, l.DB.Rebind(`UPDATE slack_effect_attempts SET created_at = ? WHERE effect_key = ? AND created_at <= ?`),
-		now, key, now-int64(stale))
+	res, err = l.DB.ExecContext(ctx, l.DB.Rebind(`UPDATE slack_effect_attempts SET
+		window_from = CASE WHEN window_from = 0 THEN created_at ELSE window_from END,
+		window_to = CASE WHEN window_from = 0 THEN created_at + ? ELSE window_to END,
+		created_at = ?
+		WHERE effect_key = ? AND created_at <= ?`),
+		int64(stale), now, key, now-int64(stale))
 	if err != nil {
 		return false, false, err
 	}
 	n, _ := res.RowsAffected()
 	return false, n == 1, nil
+}
+
+// Window returns the span (our clock) in which an earlier attempt of key may have posted, zero
+// times when there is none to look for.
+func (l *Ledger) Window(ctx context.Context, key string) (from, to time.Time, err error) {
+	var f, t int64
+	err = l.DB.QueryRowContext(ctx, l.DB.Rebind(`SELECT window_from, window_to FROM slack_effect_attempts WHERE effect_key = ?`), key).Scan(&f, &t)
+	if errors.Is(err, sql.ErrNoRows) || (err == nil && f == 0) {
+		return time.Time{}, time.Time{}, nil
+	}
+	if err != nil {
+		return time.Time{}, time.Time{}, err
+	}
+	return time.Unix(0, f).UTC(), time.Unix(0, t).UTC(), nil
+}
+
+// Narrow records that the part of key's window after to has been read and holds no message of
+// key, so the next lookup starts below it.
+func (l *Ledger) Narrow(ctx context.Context, key string, to time.Time) error {
+	_, err := l.DB.ExecContext(ctx, l.DB.Rebind(`UPDATE slack_effect_attempts SET window_to = ? WHERE effect_key = ? AND window_from <> 0 AND window_to > ?`),
+		to.UnixNano(), key, to.UnixNano())
+	return err
+}
+
+// Cleared records that key's whole window was read and holds no message of key: the earlier
+// attempts did not post, and only the attempt about to be made needs looking for next time.
+func (l *Ledger) Cleared(ctx context.Context, key string) error {
+	_, err := l.DB.ExecContext(ctx, l.DB.Rebind(`UPDATE slack_effect_attempts SET window_from = 0, window_to = 0 WHERE effect_key = ?`), key)
+	return err
 }
 
 // Release forgets an attempt whose call certainly did not reach Slack (CertainlyNotApplied).

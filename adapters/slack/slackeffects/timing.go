@@ -15,6 +15,9 @@ type Timing struct {
 	// Quiet is the debounce window: an update is written once its inquiry has not changed for this
 	// long (default 2 s; negative disables debouncing). A first post or create is never delayed.
 	Quiet time.Duration
+	// ClockSkew widens a lookup window (Ledger.Window) on both sides, for the difference between
+	// our clock and the one Slack stamps messages with (default 1 min).
+	ClockSkew time.Duration
 	// MaxDelay bounds the debounce: a change is written at most this long after it happened even
 	// while the inquiry keeps changing (default 15 s).
 	MaxDelay time.Duration
@@ -33,6 +36,9 @@ func (t Timing) WithDefaults() Timing {
 	}
 	if t.Quiet == 0 {
 		t.Quiet = 2 * time.Second
+	}
+	if t.ClockSkew == 0 {
+		t.ClockSkew = time.Minute
 	}
 	if t.MaxDelay == 0 {
 		t.MaxDelay = 15 * time.Second

@@ -39,11 +39,18 @@ func eachBackend(t *testing.T, fn func(t *testing.T, b *bundle)) {
 
 func setup(t *testing.T, cfg app.Config, clearance string) *bundle {
 	t.Helper()
+	return setupWith(t, cfg, clearance, fakeslack.Options{})
+}
+
+// setupWith is setup with a fake configured by opts (its channel and clock are the harness's).
+func setupWith(t *testing.T, cfg app.Config, clearance string, opts fakeslack.Options) *bundle {
+	t.Helper()
 	c := apptest.NewClock(time.Date(2026, 11, 1, 9, 0, 0, 0, time.UTC))
 	cfg.Now, cfg.PublicURL = c.Now, "https://casebook.example"
 	cfg.SlackPollInterval = 20 * time.Millisecond
 	a := apptest.Open(t, cfg)
-	fake := fakeslack.NewTestServer(t, fakeslack.Options{Channels: []string{channel}})
+	opts.Channels, opts.Clock = []string{channel}, c
+	fake := fakeslack.NewTestServer(t, opts)
 	ten, admin, op := apptest.TenantWithOperator(t, a, "acme")
 	b := &bundle{app: a, fake: fake, clock: c, tenant: ten, admin: admin, op: op, worked: map[int64]bool{}}
 	if clearance != "" {

@@ -44,8 +44,6 @@ type Worker struct {
 	Load    slackeffects.Loader
 	// LinkBase is the operator UI's base URL for the authenticated link ("" omits the link).
 	LinkBase string
-	// HistoryLimit is how many recent top-level messages reconciliation reads (default 200).
-	HistoryLimit int
 
 	afterPost func() error // test hook: a crash between the post and its record
 }
@@ -160,7 +158,7 @@ func (w *Worker) postRoot(ctx context.Context, api *slack.Client, dest slackinst
 	}
 	ts, adopted := "", false
 	if reconcile {
-		if ts, err = w.findByKey(ctx, api, dest.Channel, key); err != nil {
+		if ts, err = w.Effects.FindPosted(ctx, api, w.install().Sealer, dest.Channel, key); err != nil {
 			return err
 		}
 		adopted = ts != ""
@@ -209,35 +207,6 @@ func (w *Worker) sync(ctx context.Context, api *slack.Client, dest slackinstall.
 	}
 	_, err = w.Effects.Record(ctx, Stream(q.TenantID, q.ID), th.Revision, q.TenantID, "slack:"+key, "SlackThreadSynced", SlackThreadSynced{Version: q.Version})
 	return err
-}
-
-// findByKey looks for a message carrying the effect key in the channel's recent history.
-func (w *Worker) findByKey(ctx context.Context, api *slack.Client, channel, key string) (string, error) {
-	limit := w.HistoryLimit
-	if limit == 0 {
-		limit = 200
-	}
-	ref := w.install().Sealer.Ref(key)
-	cursor, seen := "", 0
-	for seen < limit {
-		res, err := api.GetConversationHistoryContext(ctx, &slack.GetConversationHistoryParameters{
-			ChannelID: channel, Cursor: cursor, Limit: min(100, limit-seen), IncludeAllMetadata: true,
-		})
-		if err != nil {
-			return "", err
-		}
-		for _, m := range res.Messages {
-			if m.Metadata.EventType == MetadataEventType && m.Metadata.EventPayload["key"] == ref {
-				return m.Timestamp, nil
-			}
-		}
-		seen += len(res.Messages)
-		cursor = res.ResponseMetaData.NextCursor
-		if !res.HasMore || cursor == "" || len(res.Messages) == 0 {
-			break
-		}
-	}
-	return "", nil
 }
 
 // deleteThread deletes an erased inquiry's thread: every reply (Slack refuses the app a person's

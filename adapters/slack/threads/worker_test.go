@@ -3,6 +3,7 @@ package threads_test
 import (
 	"context"
 	"errors"
+	"net/http"
 	"strings"
 	"sync"
 	"testing"
@@ -184,6 +185,80 @@ func TestBurstCoalesces(t *testing.T) {
 					t.Fatalf("replies = %+v", root.Replies)
 				}
 			})
+		})
+	}
+}
+
+// TestRootRecoveredUnderHistoryLimits: against Slack's limits for apps outside the Marketplace
+// (15 messages per conversations.history call, one call a minute), a root whose post had an
+// unknown outcome in a busy channel is still found and adopted, never posted twice: the lookup
+// reads only the attempt's own window (its start and timeout, oldest/latest), not the channel's
+// newest pages, and a lookup cut short by the rate limit resumes below the part it already read.
+func TestRootRecoveredUnderHistoryLimits(t *testing.T) {
+	t.Parallel()
+	for _, be := range backends {
+		t.Run(be.Name, func(t *testing.T) {
+			t.Parallel()
+			b := setupWith(t, be.Config(t), "personal", fakeslack.Options{NonMarketplace: true})
+			people := func(n int, every time.Duration) {
+				for range n {
+					b.clock.Advance(every)
+					if _, err := b.fake.InjectMessage(channel, fakeslack.Message{Text: "chatter"}); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			people(30, 10*time.Second) // five minutes of talk before the inquiry
+			b.intake(t, "k1")
+			b.project(t)
+			b.fake.FailNext("chat.postMessage", fakeslack.TimeoutAfterApply(0))
+			j := b.jobs(t)[0]
+			ctx, cancel := context.WithCancel(t.Context())
+			go func() {
+				_ = b.fake.WaitHung(ctx, 1)
+				cancel() // the caller gives up: result unknown
+			}()
+			if err := b.workJob(ctx, t, j); err == nil {
+				t.Fatal("timed-out post reported success")
+			}
+			people(20, time.Second) // the root is now below 20 newer messages in its own window
+			b.clock.Advance(10 * time.Minute)
+			people(60, time.Second) // and below 60 more after the window
+			for i := 0; ; i++ {
+				if i == 10 {
+					t.Fatal("the lookup did not converge in 10 runs")
+				}
+				b.clock.Advance(2 * time.Minute) // past the in-flight guard, the cooldown and the rate-limit minute
+				if err := b.workJob(t.Context(), t, j); err == nil {
+					break
+				}
+			}
+			ours := 0
+			for _, m := range b.roots() {
+				if m.BotID == b.fake.BotID() {
+					ours++
+				}
+			}
+			if ours != 1 || b.fake.CallCount("chat.postMessage") != 1 {
+				t.Fatalf("%d roots of ours, %d posts; want the one timed-out post adopted", ours, b.fake.CallCount("chat.postMessage"))
+			}
+			answered, limited := 0, 0
+			for _, c := range b.fake.Calls() {
+				if c.Method != "conversations.history" {
+					continue
+				}
+				switch c.Status {
+				case http.StatusOK:
+					answered++
+				case http.StatusTooManyRequests:
+					limited++
+				}
+			}
+			// The window holds about 27 messages (two pages of 15); the channel's newest pages would
+			// need five calls to reach the root, and a restart from the top would never get there.
+			if answered != 2 || limited == 0 {
+				t.Fatalf("conversations.history: %d answered, %d rate-limited; want 2 answered after a 429", answered, limited)
+			}
 		})
 	}
 }
