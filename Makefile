@@ -2,8 +2,8 @@
 GO       ?= go
 BIN      := bin/casebook
 PKGS     := ./...
-# ops/goclient is a module of its own (the generated Go client and its walk-through, see its doc
-# comment): test, lint and tidy visit it too.
+# ops/goclient is a module of its own (the Go client generated from openapi.json and its
+# walk-through, see its doc comment): test generates the client afresh, compiles it and runs it.
 CLIENT   := ops/goclient
 # `make fuzz` runs each fuzz target for FUZZTIME; `make test` runs only their seed corpora.
 FUZZTIME ?= 10s
@@ -30,15 +30,15 @@ run: build ## run casebook serve on the embedded SQLite default (./casebook-data
 test: ## vet, then all tests with the race detector (Postgres tests need TEST_DATABASE_URL), then the generated client's
 	$(GO) vet $(PKGS)
 	$(GO) test -race -count=1 -timeout 20m $(PKGS)
-	cd $(CLIENT) && $(GO) vet ./... && $(GO) test -race -count=1 -timeout 10m ./...
+	cd $(CLIENT) && $(GO) generate ./... && $(GO) vet ./... && $(GO) test -race -count=1 -timeout 10m ./...
 
 test-race: ## alias of test: the suite always runs with -race
 	$(GO) test -race -count=1 -timeout 20m $(PKGS)
-	cd $(CLIENT) && $(GO) test -race -count=1 -timeout 10m ./...
+	cd $(CLIENT) && $(GO) generate ./... && $(GO) test -race -count=1 -timeout 10m ./...
 
 test-short: ## tests without the race detector, for a quick loop
 	$(GO) test -count=1 $(PKGS)
-	cd $(CLIENT) && $(GO) test -count=1 ./...
+	cd $(CLIENT) && $(GO) generate ./... && $(GO) test -count=1 ./...
 
 GOLANGCI_VERSION := v2.15.0
 GOLANGCI := $(shell command -v golangci-lint 2>/dev/null || echo $(shell $(GO) env GOPATH)/bin/golangci-lint)
@@ -60,7 +60,7 @@ fuzz: ## run each fuzz target for FUZZTIME (default 10s)
 
 tidy: ## go mod tidy (both modules)
 	$(GO) mod tidy
-	cd $(CLIENT) && $(GO) mod tidy
+	cd $(CLIENT) && $(GO) generate ./... && $(GO) mod tidy
 
-client: ## regenerate ops/goclient/casebookapi from adapters/httpapi/openapi.json (ogen, pinned in its go.mod)
+client: ## generate ops/goclient/casebookapi from adapters/httpapi/openapi.json (ogen, pinned in its go.mod)
 	cd $(CLIENT) && $(GO) generate ./...

@@ -1,12 +1,13 @@
-// Package goclient holds the Go client that ogen generates from Casebook's OpenAPI document
-// (casebookapi) and the tests that keep it honest: TestGeneratedClientIsCurrent regenerates it and
-// compares, TestGeneratedClientWalkthrough drives the README walk-through through it against a real
-// server in the same process.
+// Package goclient proves that Casebook's OpenAPI document makes a working Go client: go generate
+// runs ogen (pinned by this module's tool directive) on adapters/httpapi/openapi.json into
+// casebookapi, which is not committed, so it is always the document of the tree at hand;
+// TestGeneratedClientWalkthrough compiles against it and drives the README walk-through through it
+// against a real server in the same process. make test (and so CI) generates before it tests:
+//
+//	cd ops/goclient && go generate ./... && go test ./...
 //
 // It is a module of its own so that the generator and the client's runtime packages never become
-// dependencies of Casebook itself. Regenerate after changing adapters/httpapi/openapi.json:
-//
-//	cd ops/goclient && go generate ./...
+// dependencies of Casebook itself.
 package goclient
 
 //go:generate go tool ogen -config ogen.yml -package casebookapi -target casebookapi -clean ../../adapters/httpapi/openapi.json
