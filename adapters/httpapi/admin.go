@@ -21,6 +21,9 @@ type Admin interface {
 }
 
 func (s *Server) adminRoutes(r *mux.Router) {
+	// The requester lookup authorizes in its implementation, which audits refusals too: an
+	// operator's attempt to look a person up is recorded, not only answered 403.
+	r.Handle("/v1/admin/requesters", s.authenticate(http.HandlerFunc(s.findRequester))).Methods(http.MethodGet)
 	a := r.PathPrefix("/v1/admin").Subrouter()
 	a.Use(s.authenticate, s.requireAdmin)
 	a.HandleFunc("/projections", s.listProjections).Methods(http.MethodGet)

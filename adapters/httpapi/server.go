@@ -93,6 +93,8 @@ type Server struct {
 	// Due serves the due-job admin routes, the SLA policy and the detail's "sla" and
 	// "pending_jobs"; nil disables them.
 	Due Due
+	// Requesters serves GET /v1/admin/requesters (the blind index); nil answers 404.
+	Requesters Requesters
 }
 
 // Handler returns the routed API.

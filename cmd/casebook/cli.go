@@ -38,7 +38,7 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 }
 
 // leafCommands take flags directly; the other commands are groups of subcommands.
-var leafCommands = map[string]bool{"serve": true, "migrate": true, "replay": true, "bench": true, "version": true, "erase": true}
+var leafCommands = map[string]bool{"serve": true, "migrate": true, "replay": true, "bench": true, "version": true, "erase": true, "export": true}
 
 func isHelp(arg string) bool {
 	return arg == "-h" || arg == "-help" || arg == "--help" || arg == "help"

@@ -89,6 +89,7 @@ commands:
                                              due jobs (follow-ups, SLA warnings and breaches, escalations);
                                              reviewed manual recovery
   erase --tenant S --inquiry ID              crypto-shred an inquiry's personal data (refused under legal hold)
+  export --tenant S --email E [--out FILE]   what Casebook holds about a requester, as JSON (audited)
   retention set|show|sweep [--tenant S] [--file policy.json]
                                              a tenant's retention policy; run the retention job once
   dev fake-slack [--addr A] [--non-marketplace]
@@ -139,6 +140,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return eraseCmd(ctx, rest, stdout, stderr)
 	case "retention":
 		return retentionCmd(ctx, rest, stdout, stderr)
+	case "export":
+		return exportCmd(ctx, rest, stdout, stderr)
 	case "dev":
 		return devCmd(ctx, rest, stdout, stderr)
 	case "version", "--version":

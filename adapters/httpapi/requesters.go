@@ -1,0 +1,55 @@
+package httpapi
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"github.com/casebook/casebook/domain"
+	"github.com/casebook/casebook/queries"
+)
+
+// Requesters finds a person's inquiries for access and erasure requests through the blind index
+// of requester addresses (the address is never stored in clear). Implementations authorize the
+// actor and audit every lookup.
+type Requesters interface {
+	FindRequester(ctx context.Context, actor domain.Principal, requestID, email string) ([]queries.Inquiry, bool, error)
+}
+
+// requesterItem is one inquiry of a requester lookup: identifiers and lifecycle only.
+type requesterItem struct {
+	ID        domain.InquiryID `json:"id"`
+	Receipt   string           `json:"receipt"`
+	Status    domain.Status    `json:"status"`
+	Archived  bool             `json:"archived"`
+	CreatedAt time.Time        `json:"created_at"`
+}
+
+// findRequester serves GET /v1/admin/requesters?email=… (admin, the caller's tenant only).
+func (s *Server) findRequester(w http.ResponseWriter, r *http.Request) {
+	if s.Requesters == nil {
+		s.writeError(w, r, &apiError{http.StatusNotFound, "not_found", "no such route"})
+		return
+	}
+	q := r.URL.Query()
+	for k := range q {
+		if k != "email" {
+			s.writeError(w, r, domain.Invalid(k, "is not a parameter of this route"))
+			return
+		}
+	}
+	if len(q["email"]) > 1 {
+		s.writeError(w, r, domain.Invalid("email", "give exactly one email"))
+		return
+	}
+	found, truncated, err := s.Requesters.FindRequester(r.Context(), principal(r), requestID(r.Context()), q.Get("email"))
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	items := make([]requesterItem, 0, len(found))
+	for _, it := range found {
+		items = append(items, requesterItem{ID: it.ID, Receipt: it.Receipt, Status: it.Status, Archived: it.Archived, CreatedAt: it.CreatedAt.UTC()})
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"items": items, "truncated": truncated})
+}
