@@ -14,7 +14,7 @@ func (a *App) wireCallbacks(ctx context.Context) error {
 		return err
 	}
 	a.Callbacks = &callbacks.Handler{
-		Store: a.Slack, Threads: a.Threads, Guard: a.Effects.Guard, Principals: a.Tenancy, Commands: a.audited(), Load: a.Commands.Load, History: a.Reader, Seen: seen, Policy: a.Commands.SLAPolicy,
+		Store: a.Slack, Threads: a.Threads, Guard: a.Effects.Guard, Principals: a.Tenancy, Commands: a.audited(), Audit: a.Audit, Load: a.Commands.Load, History: a.Reader, Seen: seen, Policy: a.Commands.SLAPolicy,
 		Now: a.Config.Now, Logger: a.Config.Logger, ResponseURLPrefix: a.Config.SlackResponseURLPrefix,
 	}
 	a.closers = append(a.closers, a.Callbacks.Close)

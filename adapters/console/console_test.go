@@ -25,6 +25,7 @@ import (
 	"github.com/casebook/casebook/internal/clientaddr"
 	"github.com/casebook/casebook/internal/ratelimit"
 	"github.com/casebook/casebook/projections/querymodel"
+	"github.com/casebook/casebook/tenancy"
 )
 
 type testBundle struct {
@@ -737,5 +738,34 @@ func TestConsoleArchive(t *testing.T) {
 	tb.catchUp(t)
 	if p := c.get("/console/inbox"); !strings.Contains(p.body, receipt) {
 		t.Fatal("an unarchived inquiry is not back in the inbox")
+	}
+}
+
+// TestDisabledPrincipalSignedOut: disabling a principal ends its console session at once (the
+// next page redirects to sign-in), its token signs nobody in while disabled, and enabling it does
+// not bring the ended session back.
+func TestDisabledPrincipalSignedOut(t *testing.T) {
+	t.Parallel()
+	tb := setup(t, embedded(t))
+	c := tb.client(t)
+	c.signIn(tb.op)
+	if p := c.get("/console/inbox"); p.status != http.StatusOK {
+		t.Fatalf("inbox after sign-in: %d", p.status)
+	}
+	yes, no := true, false
+	if _, _, err := tb.app.Tenancy.ChangePrincipal(t.Context(), tenancy.PrincipalChange{Slug: "acme", ID: tb.opP.ID, Disable: &yes}); err != nil {
+		t.Fatal(err)
+	}
+	if p := c.get("/console/inbox"); p.status != http.StatusSeeOther {
+		t.Fatalf("session of a disabled principal still serves: %d", p.status)
+	}
+	if p := tb.client(t).do("POST", "/console/signin", url.Values{"token": {tb.op}}, nil); p.status == http.StatusSeeOther {
+		t.Fatalf("a disabled principal signed in: %d %q", p.status, p.header.Get("Location"))
+	}
+	if _, _, err := tb.app.Tenancy.ChangePrincipal(t.Context(), tenancy.PrincipalChange{Slug: "acme", ID: tb.opP.ID, Disable: &no}); err != nil {
+		t.Fatal(err)
+	}
+	if p := c.get("/console/inbox"); p.status != http.StatusSeeOther {
+		t.Fatalf("an ended session came back after enable: %d", p.status)
 	}
 }

@@ -70,6 +70,10 @@ type Handler struct {
 	Guard      *slackeffects.Guard
 	Principals commands.Principals
 	Commands   commands.Executor
+	// Audit records the refusals that happen before the command layer (unknown installation,
+	// unlinked user, disabled principal, unknown thread, another workspace) beside the commands'
+	// own entries; nil records nothing.
+	Audit commands.AuditSink
 	// Load reads an inquiry to explain a refusal ("now resolved"); nil omits the detail.
 	Load func(ctx context.Context, tenant domain.TenantID, id domain.InquiryID) (*domain.Inquiry, error)
 	// History names who changed an inquiry last ("changed by Bob"); nil omits the name.
@@ -165,6 +169,38 @@ func (h *Handler) refuse(ctx context.Context, reqID, kind, reason string) {
 	h.log().WarnContext(ctx, "slack callback refused", "request_id", reqID, "kind", kind, "reason", reason)
 }
 
+// Reason codes of the refusals audited before the command layer.
+const (
+	RefusedUnknownInstallation = "unknown_installation"
+	RefusedAnotherWorkspace    = "another_workspace" // signed by another installation's secret
+	RefusedUnlinkedUser        = "unlinked_user"
+	RefusedPrincipalDisabled   = "principal_disabled"
+	RefusedUnknownThread       = "unknown_thread" // a root Casebook did not post in this installation
+)
+
+// refuseAudited logs a refusal like refuse and records it in the command audit as command
+// "slack_{kind}", outcome refused, code reason: tenant is "" when no installation matched; actor
+// is the principal when known, else "slack:{user id}" (an id; never a name, email or message).
+func (h *Handler) refuseAudited(ctx context.Context, reqID, kind, reason string, tenant domain.TenantID, actor domain.PrincipalID, id domain.InquiryID) {
+	h.refuse(ctx, reqID, kind, reason)
+	if h.Audit == nil {
+		return
+	}
+	e := commands.AuditEntry{RequestID: reqID, Tenant: tenant, Actor: actor, Command: "slack_" + kind, InquiryID: id,
+		Outcome: commands.OutcomeRefused, Code: reason, At: h.now().UTC()}
+	if err := h.Audit.Record(context.WithoutCancel(ctx), e); err != nil {
+		h.log().ErrorContext(ctx, "audit write failed", "request_id", reqID, "command", e.Command, "err", err)
+	}
+}
+
+// slackActor names an unresolved Slack user in the audit.
+func slackActor(user string) domain.PrincipalID {
+	if user == "" {
+		return "slack:unknown"
+	}
+	return domain.PrincipalID("slack:" + user)
+}
+
 func requestID(w http.ResponseWriter) string {
 	if id := w.Header().Get("X-Request-Id"); id != "" {
 		return id
@@ -212,11 +248,12 @@ func (h *Handler) readVerified(w http.ResponseWriter, r *http.Request, kind stri
 }
 
 // bind finds the installation the verified payload names and checks that its own signing secret
-// signed the body, so one app's secret cannot speak for another installation.
-func (h *Handler) bind(w http.ResponseWriter, r *http.Request, body []byte, key, kind string) (slackinstall.Installation, bool) {
+// signed the body, so one app's secret cannot speak for another installation. user is the Slack
+// user the payload names ("" for events), for the audit.
+func (h *Handler) bind(w http.ResponseWriter, r *http.Request, body []byte, key, kind, user string) (slackinstall.Installation, bool) {
 	in, secret, err := h.Store.InstallationByKey(r.Context(), key)
 	if errors.Is(err, domain.ErrNotFound) {
-		h.refuse(r.Context(), requestID(w), kind, "unknown_installation")
+		h.refuseAudited(r.Context(), requestID(w), kind, RefusedUnknownInstallation, "", slackActor(user), "")
 		w.WriteHeader(http.StatusOK) // nothing to retry
 		return in, false
 	}
@@ -226,7 +263,7 @@ func (h *Handler) bind(w http.ResponseWriter, r *http.Request, body []byte, key,
 		return in, false
 	}
 	if _, err := Verify(r.Header, body, h.now(), []string{secret}); err != nil {
-		h.refuse(r.Context(), requestID(w), kind, "installation_secret_mismatch")
+		h.refuseAudited(r.Context(), requestID(w), kind, RefusedAnotherWorkspace, in.Tenant, slackActor(user), "")
 		http.Error(w, "invalid request signature", http.StatusUnauthorized)
 		return in, false
 	}
@@ -250,7 +287,7 @@ func (h *Handler) Events(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, map[string]string{"challenge": ev.Challenge})
 		return
 	}
-	in, ok := h.bind(w, r, body, ev.InstallKey(), "event")
+	in, ok := h.bind(w, r, body, ev.InstallKey(), "event", "")
 	if !ok {
 		return
 	}
@@ -295,7 +332,11 @@ func (h *Handler) Interactions(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "malformed payload", http.StatusBadRequest)
 		return
 	}
-	in, ok := h.bind(w, r, body, it.InstallKey(), "interaction")
+	kind := "interaction"
+	if it.Type == "message_action" {
+		kind = "shortcut"
+	}
+	in, ok := h.bind(w, r, body, it.InstallKey(), kind, it.UserID)
 	if !ok {
 		return
 	}
@@ -304,7 +345,7 @@ func (h *Handler) Interactions(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ctx, reqID := r.Context(), requestID(w)
-	actor, err := h.actor(ctx, in, it.UserID)
+	actor, err := h.actor(ctx, reqID, "interaction", in, it.UserID)
 	if err != nil {
 		h.answer(w, r, it, "", h.explain(ctx, in.Tenant, "", err))
 		return
@@ -312,7 +353,7 @@ func (h *Handler) Interactions(w http.ResponseWriter, r *http.Request) {
 	id, err := h.Threads.ThreadByRoot(ctx, in.Tenant, in.Key, it.Channel, it.RootTS)
 	if err != nil {
 		if errors.Is(err, domain.ErrNotFound) {
-			h.refuse(ctx, reqID, "interaction", "unknown_thread")
+			h.refuseAudited(ctx, reqID, "interaction", RefusedUnknownThread, in.Tenant, actor.ID, "")
 		}
 		h.answer(w, r, it, "", h.explain(ctx, in.Tenant, "", err))
 		return
@@ -371,10 +412,13 @@ func (h *Handler) Interactions(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// actor resolves a Slack user of the installation to a principal of its tenant.
-func (h *Handler) actor(ctx context.Context, in slackinstall.Installation, slackUser string) (domain.Principal, error) {
+// actor resolves a Slack user of the installation to an enabled principal of its tenant, read
+// afresh on every request. An unlinked user (or one whose principal is gone) and a disabled
+// principal are refused here, before any command, and the refusal audited.
+func (h *Handler) actor(ctx context.Context, reqID, kind string, in slackinstall.Installation, slackUser string) (domain.Principal, error) {
 	pid, err := h.Store.LinkedPrincipal(ctx, in.Tenant, in.Key, slackUser)
 	if errors.Is(err, domain.ErrNotFound) {
+		h.refuseAudited(ctx, reqID, kind, RefusedUnlinkedUser, in.Tenant, slackActor(slackUser), "")
 		return domain.Principal{}, fmt.Errorf("slack user not linked: %w", domain.ErrUnauthenticated)
 	}
 	if err != nil {
@@ -382,7 +426,12 @@ func (h *Handler) actor(ctx context.Context, in slackinstall.Installation, slack
 	}
 	p, err := h.Principals.Principal(ctx, in.Tenant, pid)
 	if errors.Is(err, domain.ErrNotFound) {
+		h.refuseAudited(ctx, reqID, kind, RefusedUnlinkedUser, in.Tenant, slackActor(slackUser), "")
 		return domain.Principal{}, fmt.Errorf("slack user's principal is gone: %w", domain.ErrUnauthenticated)
+	}
+	if err == nil && p.Disabled {
+		h.refuseAudited(ctx, reqID, kind, RefusedPrincipalDisabled, in.Tenant, p.ID, "")
+		return domain.Principal{}, fmt.Errorf("slack user's principal: %w", domain.ErrPrincipalDisabled)
 	}
 	return p, err
 }
@@ -478,6 +527,8 @@ func (h *Handler) explain(ctx context.Context, tenant domain.TenantID, id domain
 		return "This inquiry was changed" + h.current(ctx, tenant, id) + " — refresh and try again."
 	case errors.Is(err, domain.ErrUnauthenticated):
 		return "Your Slack account is not linked to Casebook. Ask an admin to run `casebook slack link-user`."
+	case errors.Is(err, domain.ErrPrincipalDisabled):
+		return "Your Casebook account is disabled; nothing was done. Ask an admin of your Casebook tenant."
 	case errors.Is(err, domain.ErrNotFound):
 		return "This inquiry is not available here."
 	case errors.Is(err, domain.ErrForbidden):

@@ -123,8 +123,10 @@ func TestUnknownSlackUserRefused(t *testing.T) {
 	if q := b.inquiry(t, id); q.Version != 1 {
 		t.Fatalf("inquiry changed to version %d", q.Version)
 	}
-	if entries, _ := b.app.Audit.Entries(t.Context(), b.tenant, 10); len(entries) != 0 {
-		t.Fatalf("commands ran: %+v", entries)
+	// No command ran; the refusal is audited before the command layer.
+	if entries, _ := b.app.Audit.Entries(t.Context(), b.tenant, 10); len(entries) != 1 || entries[0].Command != "slack_interaction" ||
+		entries[0].Code != callbacks.RefusedUnlinkedUser || entries[0].Actor != "slack:U0STRANGER" {
+		t.Fatalf("audit = %+v", entries)
 	}
 }
 
@@ -161,9 +163,10 @@ func TestCrossWorkspacePayloadChangesNothing(t *testing.T) {
 	if q := b.inquiry(t, id); q.Version != 1 {
 		t.Fatalf("inquiry changed to version %d", q.Version)
 	}
-	for _, tn := range []domain.TenantID{b.tenant, globex.ID} {
-		if entries, _ := b.app.Audit.Entries(ctx, tn, 10); len(entries) != 0 {
-			t.Fatalf("commands ran for %s: %+v", tn, entries)
+	// No command ran: each tenant's audit holds only the refusal its installation saw.
+	for tn, code := range map[domain.TenantID]string{b.tenant: callbacks.RefusedAnotherWorkspace, globex.ID: callbacks.RefusedUnknownThread} {
+		if entries, _ := b.app.Audit.Entries(ctx, tn, 10); len(entries) != 1 || entries[0].Outcome != commands.OutcomeRefused || entries[0].Code != code {
+			t.Fatalf("audit of %s = %+v, want one %s refusal", tn, entries, code)
 		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -46,11 +47,14 @@ type bundle struct {
 	worked  map[int64]bool
 }
 
-func setup(t *testing.T) *bundle {
+func setup(t *testing.T) *bundle { t.Helper(); return setupLogged(t, nil) }
+
+// setupLogged is setup with the app logging to log (nil: the default logger).
+func setupLogged(t *testing.T, log *slog.Logger) *bundle {
 	t.Helper()
 	ctx := t.Context()
 	c := apptest.NewClock(time.Date(2026, 11, 1, 9, 0, 0, 0, time.UTC))
-	a := apptest.Open(t, app.Config{DataDir: filepath.Join(t.TempDir(), "data"), Now: c.Now})
+	a := apptest.Open(t, app.Config{DataDir: filepath.Join(t.TempDir(), "data"), Now: c.Now, Logger: log})
 	b := &bundle{app: a, clock: c, replies: make(chan string, 64), worked: map[int64]bool{}}
 	resp := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var m struct {

@@ -55,7 +55,7 @@ func (h *Handler) shortcut(w http.ResponseWriter, r *http.Request, in slackinsta
 
 // createFromMessage records the inquiry and returns the text for the user.
 func (h *Handler) createFromMessage(ctx context.Context, reqID string, in slackinstall.Installation, it Interaction) string {
-	actor, err := h.actor(ctx, in, it.UserID)
+	actor, err := h.actor(ctx, reqID, "shortcut", in, it.UserID)
 	if err == nil {
 		err = domain.Authorize(actor, domain.ActSubmit)
 	}
