@@ -12,6 +12,8 @@ import (
 )
 
 const listsUsage = `usage:
+  casebook lists create --tenant S --name N --clearance public|internal|personal [--channel C…] [--viewer U…]… [--owner U…] [--team T] [--remove-after D]
+                                                     create a List with Casebook's columns, grant access, activate it
   casebook lists activate --tenant S --list F… [--team T] --clearance public|internal|personal [--remove-after D]
   casebook lists deactivate --tenant S --list F…
   casebook lists check --tenant S --list F…          re-read the schema; drift fails closed
@@ -33,6 +35,22 @@ func listsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	list := fs.String("list", "", "List id (F…)")
 	var run func(a *app.App, t domain.TenantID) (any, error)
 	switch args[0] {
+	case "create":
+		name := fs.String("name", "", required+"the List's name in Slack")
+		clearance := fs.String("clearance", "", required+"public, internal or personal: the most restricted fields the List may show")
+		channel := fs.String("channel", "", "channel whose members may read the List")
+		var viewers []string
+		fs.Func("viewer", "Slack user who may read the List (repeat, or comma-separated)", func(v string) error {
+			viewers = append(viewers, splitList(v)...)
+			return nil
+		})
+		owner := fs.String("owner", "", "Slack user who owns the List (default: the bot; the bot keeps write access)")
+		team := fs.String("team", "", "team whose inquiries go there (default: the whole tenant)")
+		removeAfter := fs.Duration("remove-after", 24*time.Hour, "how long a resolved or cancelled inquiry's row stays")
+		run = func(a *app.App, t domain.TenantID) (any, error) {
+			return a.Lists.Store.Create(ctx, lists.CreateRequest{Tenant: t, Name: *name, Clearance: *clearance, Channel: *channel,
+				Viewers: viewers, Owner: *owner, Team: *team, RemoveAfter: *removeAfter})
+		}
 	case "activate":
 		team := fs.String("team", "", "team whose inquiries go there (default: the whole tenant)")
 		clearance := fs.String("clearance", "", "public, internal or personal: the most restricted fields the List may show")

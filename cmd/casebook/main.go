@@ -81,7 +81,7 @@ commands:
                                              escalation posts); link and unlink Slack users
   effects list|retry|cancel|circuits|circuit-close
                                              Slack effect jobs and destination circuits
-  lists activate|deactivate|check|circuit-close|status|reconcile|working-set
+  lists create|activate|deactivate|check|circuit-close|status|reconcile|working-set
                                              Slack List projections (disabled until activated)
   sla set|show --tenant S [--file policy.json]
                                              a tenant's SLA policy: zone, business hours, holidays, targets

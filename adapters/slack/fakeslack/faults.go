@@ -123,6 +123,8 @@ type Rule struct {
 	// Times is how many matching calls fail: 0 means once, a negative
 	// number means every matching call until ClearFaults.
 	Times int
+	// After is how many matching calls pass untouched before the rule fires.
+	After int
 }
 
 func (r Rule) matches(method, channel, listID string) bool {
@@ -194,6 +196,10 @@ func (s *Server) FiredFaults() []FiredFault {
 func (s *Server) takeFaultLocked(seq int, method, channel, listID string) (Fault, bool) {
 	for i, r := range s.rules {
 		if !r.matches(method, channel, listID) {
+			continue
+		}
+		if r.After > 0 {
+			r.After--
 			continue
 		}
 		if r.left > 0 {

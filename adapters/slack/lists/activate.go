@@ -305,6 +305,8 @@ type Status struct {
 	// and the stale and quarantined rows.
 	Reconcile     Reconciliation `json:"reconcile"`
 	WorkingSetMax int            `json:"working_set_max,omitempty"`
+	// Access is what Casebook set on a List it created: name, owner and grants.
+	Access *Access `json:"access,omitempty"`
 }
 
 // SyncHealth counts a List's rows by their last outcome.
@@ -324,7 +326,7 @@ func (s *Store) Statuses(ctx context.Context, tenant domain.TenantID) ([]Status,
 	out := []Status{}
 	for _, c := range cfgs {
 		st := Status{List: c.List, Team: c.Team, Clearance: c.ClearanceStr, Activation: c.State, LastProbeError: c.LastProbeError,
-			Schema: c.SchemaState, SchemaReason: c.SchemaReason, Fingerprint: c.Schema.Fingerprint}
+			Schema: c.SchemaState, SchemaReason: c.SchemaReason, Fingerprint: c.Schema.Fingerprint, Access: c.Access}
 		circ, err := s.Effects.Guard.Circuit(ctx, tenant, c.List)
 		if err != nil {
 			return nil, err

@@ -73,6 +73,23 @@ type ListProjectionActivated struct {
 	Schema         Schema `json:"schema"`
 }
 
+// ListCreated records a List Casebook created through slackLists.create (its projection starts
+// disabled, as any other).
+type ListCreated struct {
+	List           string `json:"list_id"`
+	Name           string `json:"name"`
+	Clearance      string `json:"clearance"`
+	Team           string `json:"team,omitempty"`
+	InstallationID string `json:"installation_id"`
+}
+
+// ListAccessGranted records one access level Casebook set on a List it created
+// (slackLists.access.set). Slack cannot be asked who has access, so these events are the record.
+type ListAccessGranted struct {
+	List  string `json:"list_id"`
+	Grant Grant  `json:"grant"`
+}
+
 // ListActivationFailed records a failed probe step and whether its probe row was cleaned up.
 type ListActivationFailed struct {
 	List      string `json:"list_id"`

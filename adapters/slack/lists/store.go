@@ -64,7 +64,8 @@ CREATE TABLE IF NOT EXISTS slack_list_sync_health (
 	PRIMARY KEY (tenant_id, list_id, inquiry_id)
 )`}, {Version: 2, SQL: `
 INSERT INTO slack_effect_attempts (effect_key, created_at) SELECT effect_key, created_at FROM slack_list_attempts WHERE true
-	ON CONFLICT (effect_key) DO NOTHING`}, {Version: 3, SQL: reconcileDDL}}
+	ON CONFLICT (effect_key) DO NOTHING`}, {Version: 3, SQL: reconcileDDL}, {Version: 4, SQL: `
+ALTER TABLE slack_list_projections ADD COLUMN access_json TEXT NOT NULL DEFAULT ''`}}
 
 // The List's cooldown and circuit columns of slack_list_projections, slack_list_attempts and
 // slack_list_sync_health are no longer written: the runtime's guard, ledger and health replaced
@@ -111,16 +112,24 @@ type Config struct {
 	SchemaState    string                `json:"schema_state"`
 	SchemaReason   string                `json:"schema_reason,omitempty"`
 	LastProbeError string                `json:"last_probe_error,omitempty"`
+	// Access is what Casebook set on a List it created (lists create); nil for a List made by hand.
+	Access *Access `json:"access,omitempty"`
 }
 
-const configCols = `tenant_id, list_id, team, installation_id, clearance, remove_after_ns, state, schema_json, schema_state, schema_reason, last_probe_error`
+const configCols = `tenant_id, list_id, team, installation_id, clearance, remove_after_ns, state, schema_json, schema_state, schema_reason, last_probe_error, access_json`
 
 func scanConfig(sc interface{ Scan(...any) error }) (Config, error) {
 	var c Config
 	var rem int64
-	var sj string
-	if err := sc.Scan(&c.Tenant, &c.List, &c.Team, &c.InstallationID, &c.ClearanceStr, &rem, &c.State, &sj, &c.SchemaState, &c.SchemaReason, &c.LastProbeError); err != nil {
+	var sj, aj string
+	if err := sc.Scan(&c.Tenant, &c.List, &c.Team, &c.InstallationID, &c.ClearanceStr, &rem, &c.State, &sj, &c.SchemaState, &c.SchemaReason, &c.LastProbeError, &aj); err != nil {
 		return Config{}, err
+	}
+	if aj != "" {
+		c.Access = &Access{}
+		if err := json.Unmarshal([]byte(aj), c.Access); err != nil {
+			return Config{}, err
+		}
 	}
 	c.RemoveAfter = time.Duration(rem)
 	if sj != "" {
