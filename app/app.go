@@ -261,8 +261,11 @@ func (a *App) wire(ctx context.Context) error {
 	if err := a.wireKeys(ctx, secret); err != nil {
 		return err
 	}
+	if a.Attachments, err = commands.NewAttachments(ctx, a.DB, a.Keys, a.Config.Now); err != nil {
+		return err
+	}
 	a.Commands = &commands.Handler{Store: a.Store, Principals: ten, Secret: secret, Now: a.Config.Now, NewID: tenancy.NewID,
-		Keys: a.Keys}
+		Keys: commands.Shredders{a.Keys, a.Attachments}} // the keys first: the attachments are unreadable from then on
 	a.Reader = &queries.Reader{DB: a.DB}
 	qm := &projections.Runner{Store: a.Store, DB: a.projDB, Projection: querymodel.New(), Logger: a.Config.Logger, Now: a.Config.Now,
 		Owner: a.owner, LeaseTTL: a.Config.LeaseTTL}
@@ -276,9 +279,6 @@ func (a *App) wire(ctx context.Context) error {
 		return err
 	}
 	if err := a.wirePrivacy(ctx); err != nil {
-		return err
-	}
-	if a.Attachments, err = commands.NewAttachments(ctx, a.DB, a.Config.Now); err != nil {
 		return err
 	}
 	if err := a.wireAudit(ctx); err != nil {

@@ -3,9 +3,13 @@ package app_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
+	"mime/multipart"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -59,13 +63,64 @@ func serveStoppable(t *testing.T, cfg app.Config) (*app.App, string, func()) {
 
 // erasureSecrets are the unique strings an erased inquiry carried in each personal field.
 var erasureSecrets = []string{"Quillon Vantablack", "quillon.v7731@example.org", "Subject-Marzipan-4410", "Message-Obsidian-9921",
-	"Note-Periwinkle-5583", "FollowUp-Tangerine-1207"}
+	"Note-Periwinkle-5583", "FollowUp-Tangerine-1207", "Attachment-Cardamom-6620", "Filename-Bergamot-3317"}
+
+// upload posts one text file to an inquiry's attachments and returns its id.
+func upload(t *testing.T, base, id, token, name string, content []byte) string {
+	t.Helper()
+	var body bytes.Buffer
+	mw := multipart.NewWriter(&body)
+	fw, err := mw.CreateFormFile("file", name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = fw.Write(content)
+	_ = mw.Close()
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, base+"/v1/inquiries/"+id+"/attachments", &body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", mw.FormDataContentType())
+	req.Header.Set("Authorization", "Bearer "+token)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	var out struct {
+		Items []struct{ ID string }
+	}
+	if err := json.NewDecoder(res.Body).Decode(&out); err != nil || res.StatusCode != http.StatusCreated || len(out.Items) != 1 {
+		t.Fatalf("upload = %d %+v %v", res.StatusCode, out, err)
+	}
+	return out.Items[0].ID
+}
+
+// download fetches an attachment: its status and bytes.
+func download(t *testing.T, base, id, token, attachment string) (int, []byte) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, base+"/v1/inquiries/"+id+"/attachments/"+attachment, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res.StatusCode, b
+}
 
 // TestErasureLeavesNoPersonalBytes is the erasure contract end to end, over HTTP: an inquiry whose
 // requester name and email, subject, message, a note and a follow-up note carry unique strings is
-// erased by an admin. Refused first: an operator's erasure (403), an erasure without If-Match (428),
+// erased by an admin; so is an attachment whose name and bytes carry them. Refused first: an operator's erasure (403), an erasure without If-Match (428),
 // one under legal hold (409 legal_hold); each refusal is audited. After the erasure the API shows
-// "[erased]", the timeline still lists every version with its actor and time, a replay of the query
+// "[erased]", the attachment's download is 404 and the detail lists none, the timeline still lists every version with its actor and time, a replay of the query
 // model reproduces the anonymized state, and no personal byte is left: on SQLite in no file of the
 // data directory (database, WAL, shared memory) once the server stopped; on Postgres in no text,
 // json or bytea column of any table.
@@ -97,6 +152,11 @@ func TestErasureLeavesNoPersonalBytes(t *testing.T) {
 			call(t, "POST", path+"/notes", opTok, nil, `{"body":"`+erasureSecrets[4]+`"}`, 200)
 			call(t, "POST", path+"/follow-ups", opTok, nil, fmt.Sprintf(`{"at":%q,"note":%q}`,
 				time.Now().Add(48*time.Hour).UTC().Format(time.RFC3339), erasureSecrets[5]), 201)
+			fileBody := []byte(strings.Repeat("attachment text ", 200) + erasureSecrets[6])
+			att := upload(t, base, id, opTok, erasureSecrets[7]+".txt", fileBody)
+			if code, b := download(t, base, id, opTok, att); code != 200 || !bytes.Equal(b, fileBody) {
+				t.Fatalf("download before erasure = %d %q", code, b)
+			}
 			got := call(t, "GET", path+"?consistent=true", opTok, nil, "", 200)
 			if got["subject"] != erasureSecrets[2] {
 				t.Fatalf("before erasure subject = %v", got["subject"])
@@ -127,6 +187,12 @@ func TestErasureLeavesNoPersonalBytes(t *testing.T) {
 			if after["erased"] != true || after["subject"] != domain.Erased || after["message"] != domain.Erased ||
 				req["name"] != domain.Erased || req["email"] != domain.Erased {
 				t.Fatalf("after erasure = %v", after)
+			}
+			if code, b := download(t, base, id, opTok, att); code != http.StatusNotFound || bytes.Contains(b, []byte(erasureSecrets[6])) {
+				t.Fatalf("download after erasure = %d %q", code, b)
+			}
+			if atts, _ := after["attachments"].([]any); len(atts) != 0 {
+				t.Fatalf("attachments after erasure = %v", atts)
 			}
 			tl := call(t, "GET", path+"/timeline", adminTok, nil, "", 200)
 			items, _ := tl["items"].([]any)

@@ -15,16 +15,22 @@ import (
 	"unicode/utf8"
 
 	"github.com/casebook/casebook/domain"
+	"github.com/casebook/casebook/eventstore/sealed"
 	"github.com/casebook/casebook/internal/sqldb"
 )
 
 // Attachments stores files attached to inquiries in the database of the backend (a SQLite BLOB, a
-// Postgres BYTEA), so a backup of the database holds them. They are stored in plaintext: the
-// per-inquiry data keys of erasure do not exist yet. Attachments are records beside the log, not
-// events; an inquiry's files are listed from this table.
+// Postgres BYTEA), so a backup of the database holds them. Each file's bytes and name are sealed
+// (AES-256-GCM) with the inquiry's data key (eventstore/sealed), bound to the tenant, inquiry and
+// attachment id, so the database holds no plaintext of them and erasure, which destroys that key,
+// shreds them too; Destroy then deletes the rows. Type, size and digest stay readable: they describe
+// the file without being its content. Rows stored before sealing (sealed = 0) are read as they are
+// and erased the same way (the README's data-lifecycle section: read both, no rewrite).
+// Attachments are records beside the log, not events; an inquiry's files are listed from this table.
 type Attachments struct {
-	db  *sqldb.DB
-	now func() time.Time
+	db   *sqldb.DB
+	keys *sealed.Keys
+	now  func() time.Time
 }
 
 var attachmentMigrations = []sqldb.Migration{{Version: 1, SQL: `
@@ -55,17 +61,54 @@ CREATE TABLE IF NOT EXISTS inquiry_attachments (
 	data         BYTEA   NOT NULL,
 	PRIMARY KEY (tenant_id, inquiry_id, id)
 );
-CREATE INDEX IF NOT EXISTS inquiry_attachments_tenant ON inquiry_attachments (tenant_id)`}}
+CREATE INDEX IF NOT EXISTS inquiry_attachments_tenant ON inquiry_attachments (tenant_id)`}, {Version: 2, SQL: `
+ALTER TABLE inquiry_attachments ADD COLUMN sealed INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE inquiry_attachments ADD COLUMN name_sealed BLOB`, Postgres: `
+ALTER TABLE inquiry_attachments ADD COLUMN IF NOT EXISTS sealed INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE inquiry_attachments ADD COLUMN IF NOT EXISTS name_sealed BYTEA`}}
 
-// NewAttachments migrates the attachments table and returns the store.
-func NewAttachments(ctx context.Context, db *sqldb.DB, now func() time.Time) (*Attachments, error) {
+// NewAttachments migrates the attachments table and returns the store, which seals with keys.
+func NewAttachments(ctx context.Context, db *sqldb.DB, keys *sealed.Keys, now func() time.Time) (*Attachments, error) {
+	if keys == nil {
+		return nil, errors.New("attachments: no key store")
+	}
 	if err := sqldb.Migrate(ctx, db, "attachments", attachmentMigrations); err != nil {
 		return nil, err
 	}
 	if now == nil {
 		now = time.Now
 	}
-	return &Attachments{db: db, now: now}, nil
+	return &Attachments{db: db, keys: keys, now: now}, nil
+}
+
+// aad binds a sealed attachment value to its row and member.
+func attachmentAAD(tenant domain.TenantID, inquiry domain.InquiryID, id, member string) []byte {
+	return []byte("attachment\x00" + string(tenant) + "\x00" + string(inquiry) + "\x00" + id + "\x00" + member)
+}
+
+// key returns the inquiry's data key for reading; an erased inquiry is domain.ErrErased.
+func (a *Attachments) key(ctx context.Context, tenant domain.TenantID, inquiry domain.InquiryID, ensure bool) (*sealed.DataKey, error) {
+	var dk *sealed.DataKey
+	var err error
+	if ensure {
+		dk, err = a.keys.Ensure(ctx, tenant, inquiry)
+	} else {
+		dk, err = a.keys.Get(ctx, tenant, inquiry)
+	}
+	if errors.Is(err, sealed.ErrErased) || err == nil && dk == nil {
+		return nil, fmt.Errorf("attachment: %w", domain.ErrErased)
+	}
+	return dk, err
+}
+
+// Destroy deletes every attachment of an inquiry (erasure: commands.Shredder). Their sealed bytes
+// were unreadable once the data key was destroyed; deleting the rows leaves not even ciphertext in
+// the live tables (SQLite zeroes freed pages, secure_delete). Deleting twice is harmless.
+func (a *Attachments) Destroy(ctx context.Context, tenant domain.TenantID, inquiry domain.InquiryID) error {
+	if _, err := a.db.ExecContext(ctx, a.db.Rebind(`DELETE FROM inquiry_attachments WHERE tenant_id = ? AND inquiry_id = ?`), tenant, inquiry); err != nil {
+		return fmt.Errorf("erase attachments: %w", err)
+	}
+	return nil
 }
 
 // AttachmentLimits bound attachments; zero fields take the defaults.
@@ -118,8 +161,12 @@ func (a *Attachments) Add(ctx context.Context, tenant domain.TenantID, inquiry d
 		added += int64(len(f.Data))
 	}
 	now := a.now().UTC()
+	dk, err := a.key(ctx, tenant, inquiry, true)
+	if err != nil {
+		return nil, err
+	}
 	var out []Attachment
-	err := sqldb.InTx(ctx, a.db, func(tx *sql.Tx) error {
+	err = sqldb.InTx(ctx, a.db, func(tx *sql.Tx) error {
 		if a.db.Dialect == sqldb.Postgres {
 			// One writer per tenant at a time, so concurrent uploads cannot pass the limits together.
 			if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(hashtext('attachments:' || $1))`, string(tenant)); err != nil {
@@ -148,8 +195,10 @@ func (a *Attachments) Add(ctx context.Context, tenant domain.TenantID, inquiry d
 			at := Attachment{ID: "att_" + hex.EncodeToString(rnd[:]), Name: f.Name, ContentType: f.ContentType,
 				Size: int64(len(f.Data)), SHA256: hex.EncodeToString(sum[:]), CreatedAt: now.Add(time.Duration(i))} // keeps the request's order
 			if _, err := tx.ExecContext(ctx, a.db.Rebind(`INSERT INTO inquiry_attachments
-				(tenant_id, inquiry_id, id, name, content_type, size, sha256, added_by, created_at, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
-				tenant, inquiry, at.ID, at.Name, at.ContentType, at.Size, at.SHA256, actor, at.CreatedAt.UnixNano(), f.Data); err != nil {
+				(tenant_id, inquiry_id, id, name, name_sealed, sealed, content_type, size, sha256, added_by, created_at, data)
+				VALUES (?, ?, ?, '', ?, 1, ?, ?, ?, ?, ?, ?)`),
+				tenant, inquiry, at.ID, dk.Seal([]byte(at.Name), attachmentAAD(tenant, inquiry, at.ID, "name")), at.ContentType, at.Size, at.SHA256,
+				actor, at.CreatedAt.UnixNano(), dk.Seal(f.Data, attachmentAAD(tenant, inquiry, at.ID, "data"))); err != nil {
 				return err
 			}
 			out = append(out, at)
@@ -161,38 +210,91 @@ func (a *Attachments) Add(ctx context.Context, tenant domain.TenantID, inquiry d
 
 // List describes an inquiry's attachments, oldest first.
 func (a *Attachments) List(ctx context.Context, tenant domain.TenantID, inquiry domain.InquiryID) ([]Attachment, error) {
-	rows, err := a.db.QueryContext(ctx, a.db.Rebind(`SELECT id, name, content_type, size, sha256, created_at FROM inquiry_attachments
+	rows, err := a.db.QueryContext(ctx, a.db.Rebind(`SELECT id, name, name_sealed, sealed, content_type, size, sha256, created_at FROM inquiry_attachments
 		WHERE tenant_id = ? AND inquiry_id = ? ORDER BY created_at, id`), tenant, inquiry)
 	if err != nil {
 		return nil, err
 	}
 	defer func() { _ = rows.Close() }()
 	out := []Attachment{}
+	var sealedNames [][]byte
 	for rows.Next() {
 		var at Attachment
 		var created int64
-		if err := rows.Scan(&at.ID, &at.Name, &at.ContentType, &at.Size, &at.SHA256, &created); err != nil {
+		var sealedName []byte
+		var isSealed int
+		if err := rows.Scan(&at.ID, &at.Name, &sealedName, &isSealed, &at.ContentType, &at.Size, &at.SHA256, &created); err != nil {
 			return nil, err
 		}
 		at.CreatedAt = time.Unix(0, created).UTC()
 		out = append(out, at)
+		if isSealed == 0 {
+			sealedName = nil
+		}
+		sealedNames = append(sealedNames, sealedName)
 	}
-	return out, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	var dk *sealed.DataKey
+	for i, sn := range sealedNames {
+		if sn == nil {
+			continue
+		}
+		if dk == nil {
+			if dk, err = a.key(ctx, tenant, inquiry, false); errors.Is(err, domain.ErrErased) {
+				out[i].Name = domain.Erased
+				dk = nil
+				continue
+			} else if err != nil {
+				return nil, err
+			}
+		}
+		name, err := dk.Open(sn, attachmentAAD(tenant, inquiry, out[i].ID, "name"))
+		if err != nil {
+			return nil, fmt.Errorf("attachment %s: name: %w", out[i].ID, err)
+		}
+		out[i].Name = string(name)
+	}
+	return out, nil
 }
 
-// Get returns one attachment with its bytes; another tenant's or inquiry's is domain.ErrNotFound.
+// Get returns one attachment with its bytes, opened with the inquiry's data key; another tenant's
+// or inquiry's, or an erased one, is domain.ErrNotFound.
 func (a *Attachments) Get(ctx context.Context, tenant domain.TenantID, inquiry domain.InquiryID, id string) (Attachment, []byte, error) {
 	var at Attachment
 	var created int64
-	var data []byte
-	err := a.db.QueryRowContext(ctx, a.db.Rebind(`SELECT id, name, content_type, size, sha256, created_at, data FROM inquiry_attachments
+	var data, sealedName []byte
+	var isSealed int
+	err := a.db.QueryRowContext(ctx, a.db.Rebind(`SELECT id, name, name_sealed, sealed, content_type, size, sha256, created_at, data FROM inquiry_attachments
 		WHERE tenant_id = ? AND inquiry_id = ? AND id = ?`), tenant, inquiry, id).
-		Scan(&at.ID, &at.Name, &at.ContentType, &at.Size, &at.SHA256, &created, &data)
+		Scan(&at.ID, &at.Name, &sealedName, &isSealed, &at.ContentType, &at.Size, &at.SHA256, &created, &data)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Attachment{}, nil, fmt.Errorf("attachment: %w", domain.ErrNotFound)
 	}
+	if err != nil {
+		return Attachment{}, nil, err
+	}
 	at.CreatedAt = time.Unix(0, created).UTC()
-	return at, data, err
+	if isSealed == 0 {
+		return at, data, nil
+	}
+	dk, err := a.key(ctx, tenant, inquiry, false)
+	if errors.Is(err, domain.ErrErased) {
+		return Attachment{}, nil, fmt.Errorf("attachment: %w", domain.ErrNotFound)
+	}
+	if err != nil {
+		return Attachment{}, nil, err
+	}
+	name, err := dk.Open(sealedName, attachmentAAD(tenant, inquiry, at.ID, "name"))
+	if err != nil {
+		return Attachment{}, nil, fmt.Errorf("attachment %s: name: %w", at.ID, err)
+	}
+	if data, err = dk.Open(data, attachmentAAD(tenant, inquiry, at.ID, "data")); err != nil {
+		return Attachment{}, nil, fmt.Errorf("attachment %s: %w", at.ID, err)
+	}
+	at.Name = string(name)
+	return at, data, nil
 }
 
 // MaxAttachmentName bounds a file name, in characters.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/casebook/casebook/commands"
 	"github.com/casebook/casebook/domain"
+	"github.com/casebook/casebook/eventstore/sealed"
 	"github.com/casebook/casebook/internal/dbtest"
 	"github.com/casebook/casebook/internal/sqldb"
 )
@@ -18,10 +19,7 @@ func TestAttachmentStoreBackends(t *testing.T) {
 	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, db *sqldb.DB) {
 		ctx := t.Context()
-		a, err := commands.NewAttachments(ctx, db, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		a, _ := newAttachments(t, db)
 		bin := []byte{0x89, 'P', 'N', 'G', 0, 1, 2, 0xff}
 		got, err := a.Add(ctx, "t1", "i1", "p", []commands.NewFile{{Name: "a.png", ContentType: "image/png", Data: bin}}, commands.AttachmentLimits{})
 		if err != nil {
@@ -54,6 +52,95 @@ func TestAttachmentStoreBackends(t *testing.T) {
 		}
 		if _, err := a.Add(ctx, "t2", "i3", "p", []commands.NewFile{{Name: "z", ContentType: "text/plain", Data: []byte("z")}}, full); err != nil {
 			t.Fatalf("another tenant's quota is its own: %v", err)
+		}
+	})
+}
+
+func newAttachments(t *testing.T, db *sqldb.DB) (*commands.Attachments, *sealed.Keys) {
+	t.Helper()
+	keys, err := sealed.NewKeys(t.Context(), db, nil, bytes.Repeat([]byte("m"), 32))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := commands.NewAttachments(t.Context(), db, keys, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a, keys
+}
+
+// TestAttachmentsSealedAtRest: a file's bytes and name are stored sealed with the inquiry's data
+// key (no column holds either in clear) and read back opened; a row stored before sealing reads as
+// it is; once the key is destroyed a leftover row downloads as not found and lists as erased, a new
+// upload is refused, and Destroy deletes the rows (erasure). On SQLite and Postgres.
+func TestAttachmentsSealedAtRest(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, db *sqldb.DB) {
+		ctx := t.Context()
+		a, keys := newAttachments(t, db)
+		content, name := []byte("Content-Saffron-7781 of the file"), "Name-Juniper-3390.txt"
+		got, err := a.Add(ctx, "t1", "i1", "p", []commands.NewFile{{Name: name, ContentType: "text/plain; charset=utf-8", Data: content}}, commands.AttachmentLimits{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rows, err := db.QueryContext(ctx, `SELECT name, name_sealed, data FROM inquiry_attachments`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for rows.Next() {
+			var n string
+			var ns, d []byte
+			if err := rows.Scan(&n, &ns, &d); err != nil {
+				t.Fatal(err)
+			}
+			for _, col := range [][]byte{[]byte(n), ns, d} {
+				if bytes.Contains(col, []byte("Saffron")) || bytes.Contains(col, []byte("Juniper")) {
+					t.Errorf("a column holds plaintext: %q", col)
+				}
+			}
+		}
+		if err := rows.Err(); err != nil {
+			t.Fatal(err)
+		}
+		_ = rows.Close()
+		at, data, err := a.Get(ctx, "t1", "i1", got[0].ID)
+		if err != nil || !bytes.Equal(data, content) || at.Name != name {
+			t.Fatalf("get = %+v %q %v", at, data, err)
+		}
+		if list, err := a.List(ctx, "t1", "i1"); err != nil || len(list) != 1 || list[0].Name != name {
+			t.Fatalf("list = %+v %v", list, err)
+		}
+
+		// A row from before sealing: read both.
+		if _, err := db.ExecContext(ctx, db.Rebind(`INSERT INTO inquiry_attachments (tenant_id, inquiry_id, id, name, content_type, size, sha256, added_by, created_at, data)
+			VALUES ('t1', 'i1', 'att_legacy', 'old.txt', 'text/plain', 3, '', 'p', 1, ?)`), []byte("old")); err != nil {
+			t.Fatal(err)
+		}
+		if at, data, err := a.Get(ctx, "t1", "i1", "att_legacy"); err != nil || string(data) != "old" || at.Name != "old.txt" {
+			t.Fatalf("legacy get = %+v %q %v", at, data, err)
+		}
+
+		// The key destroyed, the rows not yet deleted (an interrupted erasure).
+		if err := keys.Destroy(ctx, "t1", "i1"); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := a.Get(ctx, "t1", "i1", got[0].ID); !errors.Is(err, domain.ErrNotFound) {
+			t.Fatalf("get after the key's destruction: %v", err)
+		}
+		if list, err := a.List(ctx, "t1", "i1"); err != nil || len(list) != 2 || list[1].Name != domain.Erased && list[0].Name != domain.Erased {
+			t.Fatalf("list after the key's destruction = %+v %v", list, err)
+		}
+		if _, err := a.Add(ctx, "t1", "i1", "p", []commands.NewFile{{Name: "n", ContentType: "text/plain", Data: []byte("n")}}, commands.AttachmentLimits{}); !errors.Is(err, domain.ErrErased) {
+			t.Fatalf("upload to an erased inquiry: %v", err)
+		}
+		if err := (commands.Shredders{keys, a}).Destroy(ctx, "t1", "i1"); err != nil {
+			t.Fatal(err)
+		}
+		if list, err := a.List(ctx, "t1", "i1"); err != nil || len(list) != 0 {
+			t.Fatalf("list after erasure = %+v %v", list, err)
+		}
+		if _, _, err := a.Get(ctx, "t1", "i1", "att_legacy"); !errors.Is(err, domain.ErrNotFound) {
+			t.Fatalf("legacy get after erasure: %v", err)
 		}
 	})
 }

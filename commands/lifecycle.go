@@ -14,6 +14,20 @@ type Shredder interface {
 	Destroy(ctx context.Context, tenant domain.TenantID, id domain.InquiryID) error
 }
 
+// Shredders destroys with each in turn (the data keys first, then what was sealed with them);
+// the first error stops it, and an erasure retried completes the rest.
+type Shredders []Shredder
+
+// Destroy implements Shredder.
+func (s Shredders) Destroy(ctx context.Context, tenant domain.TenantID, id domain.InquiryID) error {
+	for _, sh := range s {
+		if err := sh.Destroy(ctx, tenant, id); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // Archive takes an inquiry out of the working set (operators and admins; If-Match required over
 // HTTP). Its retention deadline comes from the tenant's retention policy (none without one).
 type Archive struct {
