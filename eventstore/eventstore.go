@@ -164,6 +164,14 @@ type Store interface {
 	Close() error
 }
 
+// Rewriter is implemented by backends whose own rows may be updated (SQLite, Postgres; not
+// KurrentDB, whose events are immutable): RewriteData replaces one event's data, only while it
+// still is old (compare and swap), and reports whether it did. Only the migration that seals
+// events written before sealing uses it; nothing else ever changes a recorded event.
+type Rewriter interface {
+	RewriteData(ctx context.Context, stream string, revision uint64, old, data []byte) (bool, error)
+}
+
 // Counter is implemented by stores that can count the events after a position cheaply; subscribers
 // use it to report their lag in events.
 type Counter interface {

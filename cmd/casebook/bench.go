@@ -124,6 +124,9 @@ func bench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	off := ratelimit.Rate{Off: true} // loopback clients: the public rate limits would measure themselves
 	cfg := sf.config(log)
 	cfg.Public = httpapi.PublicConfig{ClientRate: off, TenantRate: off}
+	if cfg.DataKeys, err = sf.masterKeys(); err != nil {
+		return err
+	}
 	a, err := app.Open(ctx, cfg)
 	if err != nil {
 		return err

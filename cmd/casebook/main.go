@@ -5,6 +5,7 @@
 //	--data-dir        CASEBOOK_DATA_DIR        (default ./casebook-data)  embedded SQLite storage
 //	--database-url    CASEBOOK_DATABASE_URL    Postgres for everything (or the query side)
 //	--eventstore-url  CASEBOOK_EVENTSTORE_URL  KurrentDB/EventStoreDB for events
+//	--master-key-file CASEBOOK_MASTER_KEY_FILE the master key wrapping inquiry data keys
 package main
 
 import (
@@ -89,6 +90,7 @@ commands:
                                              due jobs (follow-ups, SLA warnings and breaches, escalations);
                                              reviewed manual recovery
   erase --tenant S --inquiry ID              crypto-shred an inquiry's personal data (refused under legal hold)
+  keys rotate|seal-legacy                    wrap data keys under a new master key; seal events written before sealing
   export --tenant S --email E [--out FILE]   what Casebook holds about a requester, as JSON (audited)
   retention set|show|sweep [--tenant S] [--file policy.json]
                                              a tenant's retention policy; run the retention job once
@@ -140,6 +142,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return eraseCmd(ctx, rest, stdout, stderr)
 	case "retention":
 		return retentionCmd(ctx, rest, stdout, stderr)
+	case "keys":
+		return keysCmd(ctx, rest, stdout, stderr)
 	case "export":
 		return exportCmd(ctx, rest, stdout, stderr)
 	case "dev":
@@ -166,6 +170,9 @@ type storageFlags struct {
 	// creates marks the commands that may create the embedded database (migrate, tenants create);
 	// the others refuse a data directory without one rather than leave an empty database there.
 	creates bool
+	// masterKeyFile and masterKeyPrevious name the master key files (keys.go).
+	masterKeyFile     string
+	masterKeyPrevious []string
 }
 
 func envOr(name, def string) string {
@@ -195,6 +202,7 @@ func newFlags(name string, stderr io.Writer) (*flag.FlagSet, *storageFlags) {
 	if name != "serve" {
 		fs.BoolVar(&sf.verbose, "v", false, "log what the command does (JSON lines on stderr)")
 	}
+	masterKeyFlags(fs, sf)
 	return fs, sf
 }
 
@@ -213,7 +221,12 @@ func (sf *storageFlags) open(ctx context.Context, log *slog.Logger) (*app.App, e
 				"pass --data-dir (CASEBOOK_DATA_DIR) to use another directory", sf.dataDir)
 		}
 	}
-	return app.Open(ctx, sf.config(log))
+	cfg := sf.config(log)
+	var err error
+	if cfg.DataKeys, err = sf.masterKeys(); err != nil {
+		return nil, err
+	}
+	return app.Open(ctx, cfg)
 }
 
 func (sf *storageFlags) config(log *slog.Logger) app.Config {
@@ -255,6 +268,9 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	log := logger(stderr)
 	cfg := sf.config(log)
+	if cfg.DataKeys, err = sf.masterKeys(); err != nil {
+		return err
+	}
 	cfg.RebuildStale = *rebuildStale
 	cfg.MetricsAddr = *metricsAddr
 	cfg.SlackOAuth = *oauth

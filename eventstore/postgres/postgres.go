@@ -730,3 +730,15 @@ func (s *Store) Close() error {
 	}
 	return nil
 }
+
+var _ eventstore.Rewriter = (*Store)(nil)
+
+// RewriteData implements eventstore.Rewriter. The old row version stays in the table's storage
+// until vacuum reclaims it.
+func (s *Store) RewriteData(ctx context.Context, stream string, revision uint64, old, data []byte) (bool, error) {
+	tag, err := s.pool.Exec(ctx, `UPDATE events SET data = $1 WHERE stream = $2 AND revision = $3 AND data = $4`, data, stream, int64(revision), old)
+	if err != nil {
+		return false, fmt.Errorf("postgres: rewrite %s revision %d: %w", stream, revision, err)
+	}
+	return tag.RowsAffected() == 1, nil
+}

@@ -255,3 +255,22 @@ func (s *Store) Close() error {
 	}
 	return nil
 }
+
+var _ eventstore.Rewriter = (*Store)(nil)
+
+// RewriteData implements eventstore.Rewriter.
+func (s *Store) RewriteData(ctx context.Context, stream string, revision uint64, old, data []byte) (bool, error) {
+	var n int64
+	err := sqldb.InTx(ctx, s.db, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE events SET data = ? WHERE stream = ? AND revision = ? AND data = ?`, data, stream, revision, old)
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
+	if err != nil {
+		return false, fmt.Errorf("sqlite: rewrite %s revision %d: %w", stream, revision, err)
+	}
+	return n == 1, nil
+}

@@ -1,0 +1,120 @@
+package app_test
+
+import (
+	"bytes"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/casebook/casebook/app"
+	"github.com/casebook/casebook/app/apptest"
+	"github.com/casebook/casebook/commands"
+	"github.com/casebook/casebook/domain"
+	"github.com/casebook/casebook/eventstore"
+	"github.com/casebook/casebook/eventstore/postgres"
+	"github.com/casebook/casebook/eventstore/sqlite"
+	"github.com/casebook/casebook/internal/sqldb"
+)
+
+// TestSealLegacyThenErase: events written before sealing (straight to the backend, personal fields
+// in clear) are sealed in place by the migration, which a second run finds nothing left to do;
+// the inquiry still reads in full; once it is erased no byte of its personal fields is left: on
+// SQLite in no file of the data directory after close, on Postgres in no column of any table.
+func TestSealLegacyThenErase(t *testing.T) {
+	t.Parallel()
+	apptest.EachBackend(t, func(t *testing.T, cfg app.Config) {
+		cfg.Logger, cfg.DueTick, cfg.RetentionTick = slog.New(slog.DiscardHandler), -1, -1
+		a, err := app.Open(t.Context(), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		closed := false
+		t.Cleanup(func() {
+			if !closed {
+				_ = a.Close()
+			}
+		})
+		ctx := t.Context()
+		ten, admin, op := apptest.TenantWithOperator(t, a, "acme")
+		var raw eventstore.Store
+		if a.DB.Dialect == sqldb.Postgres {
+			raw, err = postgres.New(ctx, a.DB.PgxPool(), postgres.Options{})
+		} else {
+			raw, err = sqlite.New(ctx, a.DB, sqlite.Options{})
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		legacy := *a.Commands
+		legacy.Store, legacy.Keys = raw, nil
+		secrets := []string{"Legacy Lumberjack", "legacy.l3318@example.org", "Subject-Sepia-5102", "Message-Umber-7735", "Note-Ochre-2264"}
+		res, err := legacy.Intake(ctx, commands.Intake{Tenant: ten, Source: domain.SourcePublicForm, IdempotencyKey: "old",
+			Requester: domain.Requester{Name: secrets[0], Email: secrets[1]}, Subject: secrets[2], Message: secrets[3], Category: "billing"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := legacy.AddNote(ctx, commands.AddNote{Target: commands.Target{Tenant: ten, InquiryID: res.InquiryID, Actor: op}, Body: secrets[4]}); err != nil {
+			t.Fatal(err)
+		}
+		recs, err := raw.ReadStream(ctx, eventstore.InquiryStream(ten, res.InquiryID), 0, 0)
+		if err != nil || len(recs) != 2 || !bytes.Contains(recs[0].Data, []byte(secrets[3])) {
+			t.Fatalf("the legacy events are not in clear: %v %v", recs, err)
+		}
+
+		rep, err := a.SealLegacy(ctx, "")
+		if err != nil || rep.Sealed != 2 || rep.Changed != 0 {
+			t.Fatalf("seal-legacy = %+v %v", rep, err)
+		}
+		if again, err := a.SealLegacy(ctx, ""); err != nil || again.Sealed != 0 || again.Redacted != 0 {
+			t.Fatalf("second run = %+v %v", again, err)
+		}
+		if resumed, err := a.SealLegacy(ctx, rep.Reached); err != nil || resumed.Scanned != 0 {
+			t.Fatalf("resumed at %s = %+v %v", rep.Reached, resumed, err)
+		}
+		recs, _ = raw.ReadStream(ctx, eventstore.InquiryStream(ten, res.InquiryID), 0, 0)
+		for _, r := range recs {
+			for _, s := range secrets {
+				if bytes.Contains(r.Data, []byte(s)) {
+					t.Fatalf("revision %d still holds %q in clear", r.Revision, s)
+				}
+			}
+		}
+		q, err := a.Commands.Load(ctx, ten, res.InquiryID)
+		if err != nil || q.Message != secrets[3] || q.Requester.Email != secrets[1] {
+			t.Fatalf("after sealing = %+v %v", q, err)
+		}
+
+		if _, err := a.Commands.Erase(ctx, commands.Erase{Target: commands.Target{Tenant: ten, InquiryID: res.InquiryID, Actor: admin}}); err != nil {
+			t.Fatal(err)
+		}
+		apptest.CatchUp(t, a)
+		if a.DB.Dialect == sqldb.Postgres {
+			assertNoColumnHolds(t, a.DB, secrets, "")
+			return
+		}
+		closed = true
+		if err := a.Close(); err != nil {
+			t.Fatal(err)
+		}
+		entries, err := os.ReadDir(cfg.DataDir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range entries {
+			b, err := os.ReadFile(filepath.Join(cfg.DataDir, e.Name()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, s := range secrets {
+				if bytes.Contains(b, []byte(s)) {
+					t.Errorf("%s still holds %q", e.Name(), s)
+				}
+			}
+		}
+		if len(entries) == 0 || !strings.HasPrefix(entries[0].Name(), "casebook") {
+			t.Fatalf("data directory = %v", entries)
+		}
+	})
+}
