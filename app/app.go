@@ -381,7 +381,7 @@ func (a *App) handlers() (api, metrics http.Handler) {
 		Commands: a.audited(), Reader: a.Reader, Tenancy: a.Tenancy, QueryModel: a.QueryModel(),
 		Head: a.Store.Head, Ready: a.Ready, Logger: a.Config.Logger, Public: a.Config.Public, Admin: a, Secret: a.Commands.Secret,
 		RequestMetrics: httpapi.NewRequestMetrics(reg), Slack: slackAPI{a},
-		SlackOAuth:     slackOAuth{a.SlackOAuth},
+		SlackOAuth:     slackOAuth{a.SlackOAuth, a.Config.PublicURL},
 		SlackCallbacks: a.Callbacks,
 		Console:        a.Console, Now: a.Config.Now,
 		Due: dueAPI{a}, Portal: portalAPI{a}, SlackEscalation: slackEscalation{a},

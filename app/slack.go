@@ -2,6 +2,8 @@ package app
 
 import (
 	"context"
+	"strings"
+	"time"
 
 	"github.com/casebook/casebook/adapters/httpapi"
 	"github.com/casebook/casebook/adapters/slack/lists"
@@ -52,18 +54,33 @@ func (s slackAPI) ListStatuses(ctx context.Context, tenant domain.TenantID) (any
 	return s.a.Lists.Store.Statuses(ctx, tenant)
 }
 
-// slackOAuth adapts the OAuth install flow to the HTTP API.
-type slackOAuth struct{ o *slackinstall.OAuth }
+// slackOAuth adapts the OAuth install flow to the HTTP API; install links live under the public URL.
+type slackOAuth struct {
+	o         *slackinstall.OAuth
+	publicURL string
+}
 
 var _ httpapi.SlackOAuth = slackOAuth{}
 
 func (s slackOAuth) Enabled() bool { return s.o.Config.Enabled() }
 
-func (s slackOAuth) Start(ctx context.Context, tenant domain.TenantID) (string, error) {
-	return s.o.Start(ctx, tenant)
+func (s slackOAuth) InstallLink(ctx context.Context, tenant domain.TenantID, by string) (string, time.Time, error) {
+	if s.publicURL == "" {
+		return "", time.Time{}, domain.Invalid("public_url", "set CASEBOOK_PUBLIC_URL: install links are served under it")
+	}
+	l, err := s.o.NewInstallLink(ctx, tenant, s.publicURL, by)
+	return l.URL, l.ExpiresAt, err
 }
 
-func (s slackOAuth) Callback(ctx context.Context, code, state string) error {
-	_, err := s.o.Callback(ctx, code, state)
+func (s slackOAuth) OpenLink(ctx context.Context, token, browserNonce string) (string, error) {
+	return s.o.OpenInstallLink(ctx, token, browserNonce)
+}
+
+func (s slackOAuth) NewBrowserNonce() string { return slackinstall.NewBrowserNonce() }
+
+func (s slackOAuth) Callback(ctx context.Context, code, state, browserNonce string) error {
+	_, err := s.o.Callback(ctx, code, state, browserNonce)
 	return err
 }
+
+func (s slackOAuth) SecureCookies() bool { return strings.HasPrefix(s.publicURL, "https://") }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"time"
 
 	"github.com/gorilla/mux"
 
@@ -13,18 +14,31 @@ import (
 // SlackOAuth is the OAuth v2 install flow of a distributed Slack app.
 type SlackOAuth interface {
 	Enabled() bool
-	// Start returns the authorize URL, with a state bound to tenant.
-	Start(ctx context.Context, tenant domain.TenantID) (string, error)
-	// Callback completes the install for the tenant the state is bound to.
-	Callback(ctx context.Context, code, state string) error
+	// InstallLink mints a one-time, expiring install link for tenant; by names who asked.
+	InstallLink(ctx context.Context, tenant domain.TenantID, by string) (link string, expires time.Time, err error)
+	// OpenLink uses a link's token up and returns Slack's authorize URL, its state bound to the
+	// browser holding browserNonce.
+	OpenLink(ctx context.Context, token, browserNonce string) (string, error)
+	// NewBrowserNonce returns a value for the browser cookie.
+	NewBrowserNonce() string
+	// Callback completes the install for the tenant the state is bound to, in the browser holding
+	// browserNonce.
+	Callback(ctx context.Context, code, state, browserNonce string) error
+	// SecureCookies reports whether the browser cookie is Secure (Casebook's public URL is https).
+	SecureCookies() bool
 }
 
-// slackOAuthRoutes: start is an admin's (bearer token); the callback is Slack's redirect of the
-// admin's browser, authenticated by the single-use state alone.
+// slackBrowserCookie binds an install to the browser that opened its link (slackinstall.BrowserCookie).
+const slackBrowserCookie = "casebook_slack_install"
+
+// slackOAuthRoutes: start is an admin's (bearer token) and mints an install link; the link is
+// opened in the admin's browser, which gets the binding cookie and goes on to Slack; the callback
+// is Slack's redirect of that browser, authenticated by the single-use state and the cookie.
 func (s *Server) slackOAuthRoutes(r *mux.Router) {
 	st := r.PathPrefix("/slack/oauth/start").Subrouter()
 	st.Use(s.authenticate, s.requireAdminOnly)
 	st.HandleFunc("", s.slackOAuthStart).Methods(http.MethodGet)
+	r.HandleFunc("/slack/install/{token}", s.slackInstallLink).Methods(http.MethodGet)
 	r.HandleFunc("/slack/oauth/callback", s.slackOAuthCallback).Methods(http.MethodGet)
 }
 
@@ -46,37 +60,70 @@ func (s *Server) oauthOff(w http.ResponseWriter, r *http.Request) bool {
 	return false
 }
 
+// slackOAuthStart answers an install link for the caller's tenant (and redirects to it, for a
+// client that follows redirects with its cookies).
 func (s *Server) slackOAuthStart(w http.ResponseWriter, r *http.Request) {
 	if s.oauthOff(w, r) {
 		return
 	}
-	u, err := s.SlackOAuth.Start(r.Context(), principal(r).TenantID)
+	p := principal(r)
+	link, exp, err := s.SlackOAuth.InstallLink(r.Context(), p.TenantID, "principal:"+string(p.ID))
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	w.Header().Set("Location", u)
-	writeJSON(w, http.StatusSeeOther, map[string]string{"authorize_url": u})
+	w.Header().Set("Location", link)
+	w.Header().Set("Cache-Control", "no-store")
+	writeJSON(w, http.StatusSeeOther, map[string]string{"install_url": link, "expires_at": exp.UTC().Format(time.RFC3339)})
+}
+
+// slackInstallLink uses an install link up: the browser gets the binding cookie (HttpOnly,
+// SameSite=Lax so Slack's top-level redirect carries it back, Secure behind https) and is sent
+// to Slack's authorize page.
+func (s *Server) slackInstallLink(w http.ResponseWriter, r *http.Request) {
+	if s.oauthOff(w, r) {
+		return
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("Referrer-Policy", "no-referrer")
+	nonce := s.SlackOAuth.NewBrowserNonce()
+	u, err := s.SlackOAuth.OpenLink(r.Context(), mux.Vars(r)["token"], nonce)
+	if err != nil {
+		s.logger().WarnContext(r.Context(), "slack install link refused", "request_id", requestID(r.Context()), "err", err)
+		s.writeError(w, r, &apiError{http.StatusBadRequest, "install_failed", "the install link is invalid, used or expired; ask for a new one"})
+		return
+	}
+	http.SetCookie(w, &http.Cookie{Name: slackBrowserCookie, Value: nonce, Path: "/slack/oauth/callback", MaxAge: int(time.Hour / time.Second),
+		HttpOnly: true, Secure: s.SlackOAuth.SecureCookies(), SameSite: http.SameSiteLaxMode})
+	http.Redirect(w, r, u, http.StatusSeeOther)
 }
 
 func (s *Server) slackOAuthCallback(w http.ResponseWriter, r *http.Request) {
 	if s.oauthOff(w, r) {
 		return
 	}
+	w.Header().Set("Cache-Control", "no-store")
 	q := r.URL.Query()
 	if q.Get("error") != "" {
 		s.writeError(w, r, &apiError{http.StatusBadRequest, "install_cancelled", "the install was not approved in Slack"})
 		return
 	}
-	if err := s.SlackOAuth.Callback(r.Context(), q.Get("code"), q.Get("state")); err != nil {
+	browser := ""
+	if c, err := r.Cookie(slackBrowserCookie); err == nil {
+		browser = c.Value
+	}
+	if err := s.SlackOAuth.Callback(r.Context(), q.Get("code"), q.Get("state"), browser); err != nil {
 		if errors.Is(err, domain.ErrValidation) || errors.Is(err, domain.ErrConflict) {
 			s.writeError(w, r, err)
 			return
 		}
-		// Forged, expired, replayed or unknown states and failed exchanges look alike from outside.
+		// Forged, expired, replayed, unknown or other-browser states and failed exchanges look
+		// alike from outside.
 		s.logger().WarnContext(r.Context(), "slack oauth callback refused", "request_id", requestID(r.Context()), "err", err)
-		s.writeError(w, r, &apiError{http.StatusBadRequest, "install_failed", "the install link is invalid or expired; start again"})
+		s.writeError(w, r, &apiError{http.StatusBadRequest, "install_failed", "the install link is invalid or expired, or was opened in another browser; start again"})
 		return
 	}
+	http.SetCookie(w, &http.Cookie{Name: slackBrowserCookie, Value: "", Path: "/slack/oauth/callback", MaxAge: -1,
+		HttpOnly: true, Secure: s.SlackOAuth.SecureCookies(), SameSite: http.SameSiteLaxMode})
 	writeJSON(w, http.StatusOK, map[string]string{"status": "installed"})
 }

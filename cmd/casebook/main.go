@@ -77,7 +77,7 @@ commands:
   bench [--intakes N] [--concurrency C] [--rate N/s] [--keep]
                                              intake vs a same-process baseline, CPU per subscriber,
                                              acknowledged-to-visible latency, command throughput
-  slack manifest|install|destination|link-user|unlink-user|escalation
+  slack manifest|install|install-link|destination|link-user|unlink-user|escalation
                                              the app manifest; install the bot; choose channels (threads,
                                              escalation posts); link and unlink Slack users
   effects list|retry|cancel|circuits|circuit-close

@@ -22,6 +22,7 @@ import (
 const slackUsage = `usage:
   casebook slack manifest --public-url https://… [--name N] [--lists]
   casebook slack install --tenant S --token xoxb-… [--signing-secret X] [--app-id A] [--slack-api-url U]
+  casebook slack install-link --tenant S [--public-url https://…]
   casebook slack destination --tenant S --channel C [--team T] --clearance public|internal|personal
   casebook slack link-user --tenant S --slack-user U… --principal ID [--installation ID]
   casebook slack unlink-user --tenant S --slack-user U… [--installation ID] [--reason R]
@@ -47,6 +48,18 @@ func slackCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs, sf := newFlags("slack "+args[0], stderr)
 	tenant := fs.String("tenant", "", required+"tenant slug")
 	switch args[0] {
+	case "install-link":
+		public := fs.String("public-url", envOr("CASEBOOK_PUBLIC_URL", ""), required+"Casebook's public URL, where serve answers /slack/install/… (CASEBOOK_PUBLIC_URL)")
+		if err := parseFlags(fs, args[1:]); err != nil {
+			return err
+		}
+		return withTenant(ctx, sf, stderr, *tenant, func(a *app.App, t domain.TenantID) error {
+			l, err := a.SlackOAuth.NewInstallLink(ctx, t, *public, string(cliActor(t).ID))
+			if err != nil {
+				return err
+			}
+			return printJSON(stdout, l)
+		})
 	case "install":
 		token := fs.String("token", "", required+"bot token (xoxb-…)")
 		signing := fs.String("signing-secret", "", "a signing secret for this installation only (default: the app's, CASEBOOK_SLACK_SIGNING_SECRET, which serve must have too)")
