@@ -2,12 +2,16 @@ package scenarios
 
 import (
 	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/casebook/casebook/adapters/slack/fakeslack"
 	"github.com/casebook/casebook/adapters/slack/lists"
+	"github.com/casebook/casebook/app"
+	"github.com/casebook/casebook/app/apptest"
 	"github.com/casebook/casebook/domain"
+	"github.com/casebook/casebook/internal/sqldb"
 )
 
 // TestSlackArchiveAndErasureScenario runs the end-to-end path on to archive and erasure with the
@@ -142,4 +146,82 @@ func TestSlackArchiveAndErasureScenario(t *testing.T) {
 			t.Fatalf("timeline entry %d = %v", i, e)
 		}
 	}
+}
+
+// TestErasureCleanupRetriedAfterDestinationRemoved: the real binary, the fake Slack and
+// CASEBOOK_SLACK_MAX_ATTEMPTS=2. An inquiry's thread is posted, then the tenant's destination is
+// removed (deactivated in the database: Slack is disabled for new posts). The erasure must still
+// delete the thread where it was posted, with the installation that posted it. Every chat.delete
+// fails (503): the thread effect is retried (two attempts, two calls) and becomes a dead letter
+// that casebook effects list shows, while the List row, whose effect does not fail, is deleted.
+// Once Slack answers again, casebook effects retry completes the deletion: the fake Slack holds
+// neither the root nor the row, and no dead letter is left.
+func TestErasureCleanupRetriedAfterDestinationRemoved(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	const ch = "C0OPS000003"
+	fake := fakeslack.NewTestServer(t, fakeslack.Options{Channels: []string{ch}, Clock: fakeslack.SystemClock()})
+	li, err := fake.CreateList("Inquiries", apptest.BoardColumns()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	op := slackTenantWithOperator(t, dir, fake, "s")
+	var out map[string]any
+	cli(t, dir, &out, "slack", "destination", "--tenant", "acme", "--channel", ch, "--clearance", "personal")
+	cli(t, dir, &out, "lists", "activate", "--tenant", "acme", "--list", li.ID, "--clearance", "internal")
+	srv := start(t, dir, "CASEBOOK_SLACK_MAX_ATTEMPTS=2")
+	if status, _, err := srv.do("POST", "/v1/public/acme/inquiries", "", "form-cleanup-1", adaIntake); err != nil || status != 202 {
+		t.Fatalf("intake = %d %v", status, err)
+	}
+	id := firstInquiryID(t, srv, op.Token)
+	eventually(t, "the root and the row", func() bool { return len(fake.Messages(ch)) == 1 && len(fake.Rows(li.ID)) == 1 })
+
+	db, err := sqldb.OpenSQLite(filepath.Join(dir, app.DBFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.ExecContext(t.Context(), `UPDATE slack_destinations SET active = 0`); err != nil {
+		t.Fatal(err)
+	}
+	_ = db.Close()
+
+	fake.AddRule(fakeslack.Rule{Method: "chat.delete", Fault: fakeslack.HTTPStatus(503), Times: -1})
+	_, d, err := srv.do("GET", "/v1/inquiries/"+id+"?consistent=true", op.AdminToken, "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if status, e, err := srv.doIfMatch("POST", "/v1/inquiries/"+id+"/erase", op.AdminToken, fmt.Sprint(d["version"]), ""); err != nil || status != 200 {
+		t.Fatalf("erase = %d %v %v", status, e, err)
+	}
+	listDead := func() []effectItem {
+		var res struct {
+			Items []effectItem `json:"items"`
+		}
+		cli(t, dir, &res, "effects", "list", "--tenant", "acme", "--kind", "slack_thread_sync", "--state", "discarded")
+		return res.Items
+	}
+	var dead []effectItem
+	eventually(t, "the thread deletion a dead letter", func() bool { dead = listDead(); return len(dead) == 1 })
+	if e := dead[0]; e.Inquiry != id || e.Attempt != 2 || e.Destination != ch || e.Disposition != "dead_letter" || e.LastError == "" {
+		t.Fatalf("dead letter = %+v", e)
+	}
+	deletes := 0
+	for _, c := range fake.Calls() {
+		if c.Method == "chat.delete" {
+			deletes++
+		}
+	}
+	if deletes != 2 {
+		t.Fatalf("chat.delete called %d times, want one per attempt (2)", deletes)
+	}
+	if len(fake.Messages(ch)) != 1 {
+		t.Fatal("the root is gone although every chat.delete failed")
+	}
+	eventually(t, "the row deleted", func() bool { return len(fake.Rows(li.ID)) == 0 })
+
+	fake.ClearFaults()
+	var r effectItem
+	cli(t, dir, &r, "effects", "retry", "--tenant", "acme", "--id", fmt.Sprint(dead[0].ID))
+	eventually(t, "the thread deleted after the retry", func() bool { return len(fake.Messages(ch)) == 0 })
+	eventually(t, "no dead letter left", func() bool { return len(listDead()) == 0 })
 }

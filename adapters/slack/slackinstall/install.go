@@ -433,3 +433,19 @@ func (s *Store) destinationTarget(ctx context.Context, tenant domain.TenantID, c
 	in, err := s.Installation(ctx, tenant, installation)
 	return in, cl, err
 }
+
+// InstallationOfKey returns a tenant's active installation with an installation key (the key a
+// thread mapping records), for effects that must act where something was posted whatever the
+// destinations say now; domain.ErrNotFound otherwise.
+func (s *Store) InstallationOfKey(ctx context.Context, tenant domain.TenantID, key string) (Installation, error) {
+	var id string
+	err := s.DB.QueryRowContext(ctx, s.DB.Rebind(`SELECT id FROM slack_installations WHERE tenant_id = ? AND install_key = ? AND active = 1
+		ORDER BY installed_at DESC LIMIT 1`), tenant, key).Scan(&id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Installation{}, fmt.Errorf("installation: %w", domain.ErrNotFound)
+	}
+	if err != nil {
+		return Installation{}, err
+	}
+	return s.Installation(ctx, tenant, id)
+}

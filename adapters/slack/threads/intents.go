@@ -2,7 +2,9 @@ package threads
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -71,6 +73,7 @@ type threadKey struct {
 func (p *Intents) Apply(ctx context.Context, b *projections.Batch) error {
 	table := b.Gen.Table("slack_threads")
 	desired := map[threadKey]uint64{}
+	erased := map[threadKey]bool{}
 	var order []threadKey
 	for _, e := range b.Events {
 		var m domain.Metadata
@@ -97,6 +100,9 @@ func (p *Intents) Apply(ctx context.Context, b *projections.Batch) error {
 				order = append(order, k)
 			}
 			desired[k] = max(desired[k], e.Revision+1)
+			if e.Type == "InquiryErased" {
+				erased[k] = true
+			}
 			continue
 		}
 		id, ok := eventstore.StreamInquiry(kind, e.StreamID, m.TenantID)
@@ -118,6 +124,16 @@ func (p *Intents) Apply(ctx context.Context, b *projections.Batch) error {
 		has, err := p.Install.HasDestination(ctx, b.Tx, k.tenant)
 		if err != nil {
 			return err
+		}
+		if !has && erased[k] {
+			// An erasure deletes a posted thread even when the tenant has no destination any
+			// more: the mapping keeps where it was posted.
+			var ts string
+			err := b.QueryRow(ctx, `SELECT root_ts FROM `+table+` WHERE tenant_id = ? AND inquiry_id = ?`, k.tenant, k.id).Scan(&ts)
+			if err != nil && !errors.Is(err, sql.ErrNoRows) {
+				return err
+			}
+			has = ts != ""
 		}
 		if !has {
 			continue // Slack disabled for the tenant: no job, zero I/O

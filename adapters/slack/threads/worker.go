@@ -67,29 +67,41 @@ func (w *Worker) Plan(ctx context.Context, a SyncArgs) (*slackeffects.Plan, erro
 	if !q.Exists() {
 		return nil, slackeffects.Cancel(fmt.Errorf("inquiry %s: %w", a.Inquiry, domain.ErrNotFound))
 	}
+	th, err := readThread(ctx, w.Effects.Events, a.Tenant, a.Inquiry)
+	if err != nil {
+		return nil, err
+	}
+	if q.Erased || th.Deleted {
+		// Erasure: delete the thread where it was posted, with the installation that posted it,
+		// whatever the destinations say now (one may have been removed or moved since); an
+		// erased inquiry is never posted.
+		if th.TS == "" || th.Deleted {
+			return nil, nil
+		}
+		in, err := w.install().InstallationOfKey(ctx, a.Tenant, th.Installation)
+		if errors.Is(err, domain.ErrNotFound) {
+			// No active installation can act there any more (uninstalled): fail visibly, as a
+			// dead letter an operator sees, rather than report the thread deleted.
+			return nil, slackeffects.Cancel(fmt.Errorf("erase the thread of %s in %s: its installation is gone; delete it in Slack by hand: %w",
+				a.Inquiry, th.Channel, err))
+		}
+		if err != nil {
+			return nil, err
+		}
+		return &slackeffects.Plan{
+			Target:       slackeffects.Target{Tenant: a.Tenant, Installation: th.Installation, Destination: th.Channel, Inquiry: a.Inquiry},
+			Installation: in,
+			Do: func(ctx context.Context, api *slack.Client) error {
+				return w.deleteThread(ctx, api, q, th)
+			},
+		}, nil
+	}
 	dest, err := w.install().DestinationFor(ctx, a.Tenant, q.Team)
 	if errors.Is(err, domain.ErrNotFound) {
 		return nil, nil // Slack disabled for this tenant: zero I/O
 	}
 	if err != nil {
 		return nil, err
-	}
-	th, err := readThread(ctx, w.Effects.Events, a.Tenant, a.Inquiry)
-	if err != nil {
-		return nil, err
-	}
-	if q.Erased || th.Deleted {
-		// Erasure: delete the thread; an erased inquiry is never posted.
-		if th.TS == "" {
-			return nil, nil
-		}
-		return &slackeffects.Plan{
-			Target:       slackeffects.Target{Tenant: a.Tenant, Installation: th.Installation, Destination: th.Channel, Inquiry: a.Inquiry},
-			Installation: dest.Installation,
-			Do: func(ctx context.Context, api *slack.Client) error {
-				return w.deleteThread(ctx, api, q, th)
-			},
-		}, nil
 	}
 	mapped := th.TS != "" && th.Channel == dest.Channel && th.Installation == dest.Installation.Key
 	if mapped && th.Observed >= q.Version {
