@@ -313,7 +313,7 @@ func (a *App) wireSlack(ctx context.Context, secret []byte, qm *projections.Runn
 		return err
 	}
 	a.Effects = rt
-	a.Threads = &threads.Worker{Load: a.Commands.Load, LinkBase: a.Config.PublicURL}
+	a.Threads = &threads.Worker{Load: a.Commands.Load, LinkBase: a.Config.PublicURL, Principals: a.Tenancy}
 	if err := threads.Register(rt, a.Threads); err != nil {
 		return err
 	}

@@ -90,6 +90,10 @@ type Handler struct {
 	Queue             int
 	AckBudget         time.Duration
 
+	// Refresh queues a re-render of an inquiry's thread at version (the thread effect, keyed by
+	// tenant, inquiry and version, so asking twice is one job); nil queues nothing.
+	Refresh func(ctx context.Context, tenant domain.TenantID, id domain.InquiryID, version uint64) error
+
 	// Policy reads the tenant's SLA policy, whose time zone "tomorrow 9:00" in the Remind me modal
 	// is in (none, or nil: UTC).
 	Policy func(ctx context.Context, tenant domain.TenantID) (*domain.SLAPolicy, error)
@@ -175,8 +179,35 @@ const (
 	RefusedAnotherWorkspace    = "another_workspace" // signed by another installation's secret
 	RefusedUnlinkedUser        = "unlinked_user"
 	RefusedPrincipalDisabled   = "principal_disabled"
-	RefusedUnknownThread       = "unknown_thread" // a root Casebook did not post in this installation
+	RefusedUnknownThread       = "unknown_thread"   // a root Casebook did not post in this installation
+	RefusedStale               = "version_mismatch" // a click on a message rendered at an older version
 )
+
+// versionChecked are the elements refused when clicked on a message older than the inquiry: those
+// that change (or open a form to change) its state or owner, as the HTTP API refuses a stale
+// If-Match. "Add note" and "Remind me" add to the inquiry whatever its state and stay usable on
+// an older message. Elements rendered before versions were carried (a bare receipt) are taken as
+// before.
+var versionChecked = map[string]bool{ActionClaim: true, ActionResolve: true, ActionAssignMe: true, ActionStatus: true,
+	ActionAssign: true, ActionCancel: true}
+
+// stale reports whether the inquiry has moved past the version a clicked message was rendered at;
+// if so it queues the message's re-render at the current version. Without Load nothing is stale.
+func (h *Handler) stale(ctx context.Context, reqID string, tenant domain.TenantID, id domain.InquiryID, version uint64) bool {
+	if h.Load == nil {
+		return false
+	}
+	q, err := h.Load(ctx, tenant, id)
+	if err != nil || !q.Exists() || q.Version <= version {
+		return false // a load error leaves the decision to the command, which reads the stream itself
+	}
+	if h.Refresh != nil {
+		if err := h.Refresh(context.WithoutCancel(ctx), tenant, id, q.Version); err != nil {
+			h.log().ErrorContext(ctx, "slack refresh not queued", "request_id", reqID, "err", err)
+		}
+	}
+	return true
+}
 
 // refuseAudited logs a refusal like refuse and records it in the command audit as command
 // "slack_{kind}", outcome refused, code reason: tenant is "" when no installation matched; actor
@@ -359,6 +390,14 @@ func (h *Handler) Interactions(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if it.Type == "block_actions" {
+		var version uint64
+		var versioned bool
+		it.Value, version, versioned = slackinstall.ParseActionValue(it.Value)
+		if versioned && versionChecked[it.ActionID] && h.stale(ctx, reqID, in.Tenant, id, version) {
+			h.refuseAudited(ctx, reqID, "interaction", RefusedStale, in.Tenant, actor.ID, id)
+			h.answer(w, r, it, "", h.explain(ctx, in.Tenant, id, domain.ErrConcurrency))
+			return
+		}
 		switch it.ActionID {
 		case ActionAssign, ActionNote, ActionCancel, ActionRemind:
 			h.openModal(w, r, in, it)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/slack-go/slack"
 
+	"github.com/casebook/casebook/adapters/slack/slackinstall"
 	"github.com/casebook/casebook/domain"
 )
 
@@ -17,11 +18,9 @@ type Rendered struct {
 	Blocks []slack.Block
 }
 
-// Recipient is someone a reminder is for: their linked Slack user, else their display name.
-type Recipient struct {
-	SlackUser string
-	Name      string
-}
+// Recipient is someone a reminder is for: their linked Slack user, else their display name
+// (the one rule of slackinstall.Person).
+type Recipient = slackinstall.Person
 
 // escape neutralises Slack mrkdwn control characters in user-supplied text.
 func escape(s string) string {
@@ -44,12 +43,9 @@ func addressed(clearance domain.Classification, rs []Recipient) string {
 	var parts []string
 	unnamed := 0
 	for _, r := range rs {
-		switch {
-		case r.SlackUser != "":
-			parts = append(parts, "<@"+r.SlackUser+">")
-		case r.Name != "" && domain.Cleared("requester.name", clearance):
-			parts = append(parts, escape(r.Name))
-		default:
+		if t := r.Text(clearance); t != "" {
+			parts = append(parts, t)
+		} else {
 			unnamed++
 		}
 	}

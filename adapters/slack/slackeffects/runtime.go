@@ -245,6 +245,17 @@ func (r *Runtime) InsertTx(ctx context.Context, tx *sql.Tx, a Args, at time.Time
 	return nil
 }
 
+// Insert queues an effect outside a projection batch (a refresh asked for by a callback), unique
+// by its arguments exactly like InsertTx: the same effect queued by both is one job.
+func (r *Runtime) Insert(ctx context.Context, a Args) error {
+	opts := river.InsertOpts{Queue: a.Kind(), MaxAttempts: r.cfg.MaxAttempts, UniqueOpts: river.UniqueOpts{ByArgs: true},
+		Tags: []string{tenantTag(a.EffectRef().Tenant)}}
+	if _, err := r.Client().Insert(ctx, a, &opts); err != nil {
+		return fmt.Errorf("insert %s job: %w", a.Kind(), err)
+	}
+	return nil
+}
+
 // WorkJob runs one job row as River would (tests work jobs one by one with it).
 func (r *Runtime) WorkJob(ctx context.Context, j *rivertype.JobRow) error {
 	r.mu.Lock()

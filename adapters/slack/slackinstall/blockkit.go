@@ -26,8 +26,10 @@ const (
 	// MaxButtonText and MaxActionValue: a button's text (75) and value (2000) (…/block-elements/button-element).
 	MaxButtonText  = 75
 	MaxActionValue = 2000
-	// MaxOptionText: an option's text, 75 characters (…/composition-objects/option-object).
-	MaxOptionText = 75
+	// MaxOptionText and MaxOptionValue: an option's text (75) and value (150) characters
+	// (…/composition-objects/option-object).
+	MaxOptionText  = 75
+	MaxOptionValue = 150
 	// MaxActionsElements: elements of one actions block (…/blocks/actions-block).
 	MaxActionsElements = 25
 	// MaxMessageText: chat.postMessage's text, 40,000 characters (docs.slack.dev/reference/methods/chat.postMessage).

@@ -133,8 +133,8 @@ func TestRenderWithinLimitsRandom(t *testing.T) {
 		q.Owner = domain.PrincipalID(randomText(r, length(200)))
 		for _, c := range clearances {
 			for what, m := range map[string]threads.Rendered{
-				"root":  threads.RenderRoot(q, c, "https://cb.example/inquiries/r/"+q.Receipt),
-				"reply": threads.RenderReply(q, c),
+				"root":  threads.RenderRoot(q, c, "https://cb.example/inquiries/r/"+q.Receipt, slackinstall.Person{Name: randomText(r, length(domain.MaxNameLen))}),
+				"reply": threads.RenderReply(q, c, slackinstall.Person{SlackUser: "U0OWNER001"}),
 			} {
 				checkLimits(t, what, m)
 				if err := post(t, api, "C0LIMITS001", m); err != nil {
@@ -158,7 +158,7 @@ func TestMaxRootPostsAtPersonal(t *testing.T) {
 	q.Message = strings.Repeat("&", domain.MaxMessageLen)
 	q.Category = strings.Repeat("&", domain.MaxCategoryLen)
 	for _, c := range clearances {
-		m := threads.RenderRoot(q, c, "https://cb.example/inquiries/r/"+q.Receipt)
+		m := threads.RenderRoot(q, c, "https://cb.example/inquiries/r/"+q.Receipt, slackinstall.Person{Name: strings.Repeat("&", domain.MaxNameLen)})
 		checkLimits(t, "root at "+c.String(), m)
 		if err := post(t, api, "C0LIMITS001", m); err != nil {
 			t.Fatalf("root at %s: %v", c, err)
@@ -185,8 +185,8 @@ func FuzzRenderRoot(f *testing.F) {
 		q := sampleInquiry()
 		q.Subject, q.Message, q.Requester.Name = subject, message, name
 		for _, c := range clearances {
-			checkLimits(t, "root", threads.RenderRoot(q, c, "https://cb.example/r/x"))
-			checkLimits(t, "reply", threads.RenderReply(q, c))
+			checkLimits(t, "root", threads.RenderRoot(q, c, "https://cb.example/r/x", slackinstall.Person{Name: name}))
+			checkLimits(t, "reply", threads.RenderReply(q, c, slackinstall.Person{Name: name}))
 		}
 	})
 }

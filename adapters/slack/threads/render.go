@@ -73,8 +73,11 @@ func fieldsOf(q *domain.Inquiry, link string) []field {
 
 // RenderRoot renders an inquiry's root message for a destination of the given clearance. Every
 // text stays inside Slack's limits after escaping (slackinstall.Max*): a field too long for its
-// section is cut with a visible ellipsis, and the message gets a section of its own.
-func RenderRoot(q *domain.Inquiry, clearance domain.Classification, link string) Rendered {
+// section is cut with a visible ellipsis, and the message gets a section of its own. owner is the
+// inquiry's owner as Slack names them (a mention, else a name where cleared): never an id. Every
+// element's value carries q.Version (slackinstall.ActionValue), so a click on an outdated message
+// is recognised.
+func RenderRoot(q *domain.Inquiry, clearance domain.Classification, link string, owner slackinstall.Person) Rendered {
 	fs := cleared(clearance, fieldsOf(q, link))
 	title := "Inquiry " + q.Receipt
 	if q.Archived {
@@ -93,6 +96,8 @@ func RenderRoot(q *domain.Inquiry, clearance domain.Classification, link string)
 			if l := fmt.Sprintf("<%s|Open in Casebook>", f.value); slackinstall.TextLen(l) <= maxFieldText {
 				lines = append(lines, l) // our own configured URL; one too long is left out, not cut
 			}
+		case "owner":
+			lines = append(lines, "*"+f.label+":* "+ownerText(owner, clearance))
 		case "message":
 			prefix := "*" + f.label + ":*\n"
 			lines = append(lines, prefix+slackinstall.FitEscaped(f.value, slackinstall.MaxSectionText-slackinstall.TextLen(prefix)))
@@ -144,7 +149,7 @@ func actions(q *domain.Inquiry, clearance domain.Classification) []slack.BlockEl
 		return slack.NewTextBlockObject(slack.PlainTextType, slackinstall.Fit(s, slackinstall.MaxButtonText), false, false)
 	}
 	button := func(id, label string) *slack.ButtonBlockElement {
-		return slack.NewButtonBlockElement(id, slackinstall.Fit(q.Receipt, slackinstall.MaxActionValue), txt(label))
+		return slack.NewButtonBlockElement(id, slackinstall.ActionValue(q.Receipt, q.Version, slackinstall.MaxActionValue), txt(label))
 	}
 	if q.Archived || q.Erased {
 		return nil // an archived inquiry takes no operator action but unarchive (not offered in Slack)
@@ -166,7 +171,8 @@ func actions(q *domain.Inquiry, clearance domain.Classification) []slack.BlockEl
 		for _, to := range domain.Statuses {
 			// resolved has its button, a reason needs the cancel modal (the select carries none)
 			if can, needsReason := domain.CanTransition(q.Status, to); can && !needsReason && to != domain.StatusResolved {
-				opts = append(opts, slack.NewOptionBlockObject(string(to), txt(strings.ReplaceAll(string(to), "_", " ")), nil))
+				opts = append(opts, slack.NewOptionBlockObject(slackinstall.ActionValue(string(to), q.Version, slackinstall.MaxOptionValue),
+					txt(strings.ReplaceAll(string(to), "_", " ")), nil))
 			}
 		}
 		if len(opts) > 0 {
@@ -193,10 +199,23 @@ func statusFor(q *domain.Inquiry, clearance domain.Classification) string {
 	return st
 }
 
-// RenderReply renders the thread reply announcing the inquiry's state at its current version.
-func RenderReply(q *domain.Inquiry, clearance domain.Classification) Rendered {
+// ownerText names the owner for a destination of clearance; never a principal id.
+func ownerText(owner slackinstall.Person, clearance domain.Classification) string {
+	if t := owner.Text(clearance); t != "" {
+		return t
+	}
+	return slackinstall.Unlinked
+}
+
+// RenderReply renders the thread reply announcing the inquiry's state at its current version;
+// owner as in RenderRoot.
+func RenderReply(q *domain.Inquiry, clearance domain.Classification, owner slackinstall.Person) Rendered {
 	fs := []string{"Status: " + statusFor(q, clearance)}
 	for _, f := range cleared(clearance, []field{{"priority", "Priority", string(q.Priority)}, {"owner", "Owner", string(q.Owner)}}) {
+		if f.name == "owner" {
+			fs = append(fs, f.label+": "+ownerText(owner, clearance))
+			continue
+		}
 		fs = append(fs, f.label+": "+slackinstall.FitEscaped(f.value, maxFieldText))
 	}
 	text := slackinstall.Fit(fmt.Sprintf("Update (version %d): %s", q.Version, strings.Join(fs, ", ")), slackinstall.MaxSectionText)

@@ -19,33 +19,40 @@ func sampleInquiry() *domain.Inquiry {
 	}
 }
 
+// owner is sampleInquiry's owner as Slack names them.
+var owner = slackinstall.Person{SlackUser: "U0OWNER001", Name: "Olga Owner"}
+
 // TestRedactionByClearance: a destination receives only the fields its clearance covers; a public
-// channel gets no contact details, subject or message text, and no internal ids.
+// channel gets no contact details, subject or message text, and no internal ids; the owner is a
+// mention, never a principal id.
 func TestRedactionByClearance(t *testing.T) {
 	t.Parallel()
 	personal := []string{"Ada Lovelace", "ada@example.com", "Invoice twice", "Invoice 42 charges me twice."}
-	internal := []string{"p-owner-1", "in_progress"}
+	internal := []string{"<@U0OWNER001>", "in_progress"}
+	ids := []string{"7f1c-internal-id", "p-owner-1"}
 	tests := []struct {
 		clearance   domain.Classification
 		want, never []string
 	}{
-		{domain.Public, []string{"CB-RECEIPT42", "billing", "high", "open", "https://cb.example/r/CB-RECEIPT42"}, append(append([]string{"7f1c-internal-id"}, personal...), internal...)},
-		{domain.Internal, append([]string{"CB-RECEIPT42", "billing"}, internal...), append([]string{"7f1c-internal-id"}, personal...)},
-		{domain.Personal, append(append([]string{"CB-RECEIPT42"}, internal...), personal...), []string{"7f1c-internal-id"}},
+		{domain.Public, []string{"CB-RECEIPT42", "billing", "high", "open", "https://cb.example/r/CB-RECEIPT42"}, append(append(ids, personal...), internal...)},
+		{domain.Internal, append([]string{"CB-RECEIPT42", "billing"}, internal...), append(ids, personal...)},
+		{domain.Personal, append(append([]string{"CB-RECEIPT42"}, internal...), personal...), ids},
 	}
 	for _, tt := range tests {
 		t.Run(tt.clearance.String(), func(t *testing.T) {
 			t.Parallel()
 			q := sampleInquiry()
 			for name, r := range map[string]threads.Rendered{
-				"root":  threads.RenderRoot(q, tt.clearance, "https://cb.example/r/"+q.Receipt),
-				"reply": threads.RenderReply(q, tt.clearance),
+				"root":  threads.RenderRoot(q, tt.clearance, "https://cb.example/r/"+q.Receipt, owner),
+				"reply": threads.RenderReply(q, tt.clearance, owner),
 			} {
-				b, err := json.Marshal(r.Blocks)
-				if err != nil {
+				var b strings.Builder
+				enc := json.NewEncoder(&b)
+				enc.SetEscapeHTML(false) // the text as Slack reads it: <@U…> stays a mention
+				if err := enc.Encode(r.Blocks); err != nil {
 					t.Fatal(err)
 				}
-				all := r.Text + string(b)
+				all := r.Text + b.String()
 				for _, s := range tt.never {
 					if strings.Contains(all, s) {
 						t.Errorf("%s at %s clearance leaks %q", name, tt.clearance, s)
@@ -68,7 +75,7 @@ func TestRedactionByClearance(t *testing.T) {
 // button value.
 func rootActions(t *testing.T, q *domain.Inquiry, clearance domain.Classification) (ids, values []string) {
 	t.Helper()
-	b, err := json.Marshal(threads.RenderRoot(q, clearance, "").Blocks)
+	b, err := json.Marshal(threads.RenderRoot(q, clearance, "", owner).Blocks)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,7 +116,8 @@ func rootActions(t *testing.T, q *domain.Inquiry, clearance domain.Classificatio
 
 // TestRootActionsFitTheState: the root message offers the actions the callbacks handle that make
 // sense for the inquiry's status (and owner) as far as the destination may see them; every button
-// carries only the receipt.
+// carries the receipt and the version it was rendered at, every status option the status and
+// that version.
 func TestRootActionsFitTheState(t *testing.T) {
 	t.Parallel()
 	const (
@@ -140,12 +148,19 @@ func TestRootActionsFitTheState(t *testing.T) {
 		q := sampleInquiry()
 		q.Status, q.Owner = tt.status, tt.owner
 		ids, values := rootActions(t, q, tt.clearance)
-		if strings.Join(ids, " ") != strings.Join(tt.want, " ") {
-			t.Errorf("%s owner=%q at %s: actions %v, want %v", tt.status, tt.owner, tt.clearance, ids, tt.want)
+		var want []string
+		for _, id := range tt.want {
+			if to, ok := strings.CutPrefix(id, status); ok {
+				id = status + to + "@v4"
+			}
+			want = append(want, id)
+		}
+		if strings.Join(ids, " ") != strings.Join(want, " ") {
+			t.Errorf("%s owner=%q at %s: actions %v, want %v", tt.status, tt.owner, tt.clearance, ids, want)
 		}
 		for _, v := range values {
-			if v != q.Receipt {
-				t.Errorf("%s at %s: button value %q, want the receipt", tt.status, tt.clearance, v)
+			if p, ver, ok := slackinstall.ParseActionValue(v); v != q.Receipt+"@v4" || !ok || p != q.Receipt || ver != 4 {
+				t.Errorf("%s at %s: button value %q, want the receipt at version 4", tt.status, tt.clearance, v)
 			}
 		}
 	}

@@ -44,6 +44,11 @@ type Worker struct {
 	Load    slackeffects.Loader
 	// LinkBase is the operator UI's base URL for the authenticated link ("" omits the link).
 	LinkBase string
+	// Principals names an owner in messages (with the installation's Slack user links); nil
+	// names nobody: an owner is then "someone without a linked Slack account", never an id.
+	Principals interface {
+		Principal(ctx context.Context, tenant domain.TenantID, id domain.PrincipalID) (domain.Principal, error)
+	}
 
 	afterPost func() error // test hook: a crash between the post and its record
 }
@@ -176,7 +181,11 @@ func (w *Worker) postRoot(ctx context.Context, api *slack.Client, dest slackinst
 		adopted = ts != ""
 	}
 	if ts == "" {
-		r := RenderRoot(q, dest.Clearance, w.link(q))
+		owner, err := w.owner(ctx, q, dest.Installation.Key)
+		if err != nil {
+			return err
+		}
+		r := RenderRoot(q, dest.Clearance, w.link(q), owner)
 		if ts, err = w.post(ctx, api, dest.Channel, key, slack.MsgOptionText(r.Text, false), slack.MsgOptionBlocks(r.Blocks...)); err != nil {
 			return err
 		}
@@ -195,8 +204,12 @@ func (w *Worker) postRoot(ctx context.Context, api *slack.Client, dest slackinst
 // reply whose post had an unknown result is not re-sent (at most once): replies are not listed by
 // conversations.history, so it cannot be reconciled the way a root is.
 func (w *Worker) sync(ctx context.Context, api *slack.Client, dest slackinstall.Destination, q *domain.Inquiry, th threadState) error {
-	r := RenderRoot(q, dest.Clearance, w.link(q))
-	err := w.Effects.Exclusive(ctx, fmt.Sprintf("update/%s/%s/%s/%d", q.TenantID, q.ID, th.TS, q.Version), func() error {
+	owner, err := w.owner(ctx, q, dest.Installation.Key)
+	if err != nil {
+		return err
+	}
+	r := RenderRoot(q, dest.Clearance, w.link(q), owner)
+	err = w.Effects.Exclusive(ctx, fmt.Sprintf("update/%s/%s/%s/%d", q.TenantID, q.ID, th.TS, q.Version), func() error {
 		_, _, _, err := api.UpdateMessageContext(ctx, dest.Channel, th.TS, slack.MsgOptionText(r.Text, false), slack.MsgOptionBlocks(r.Blocks...))
 		return err
 	})
@@ -212,13 +225,38 @@ func (w *Worker) sync(ctx context.Context, api *slack.Client, dest slackinstall.
 		return err
 	}
 	if fresh {
-		rep := RenderReply(q, dest.Clearance)
+		rep := RenderReply(q, dest.Clearance, owner)
 		if _, err := w.post(ctx, api, dest.Channel, key, slack.MsgOptionText(rep.Text, false), slack.MsgOptionBlocks(rep.Blocks...), slack.MsgOptionTS(th.TS)); err != nil {
 			return err
 		}
 	}
 	_, err = w.Effects.Record(ctx, Stream(q.TenantID, q.ID), th.Revision, q.TenantID, "slack:"+key, "SlackThreadSynced", SlackThreadSynced{Version: q.Version})
 	return err
+}
+
+// owner is q's owner as messages in the installation with key name them: their linked Slack
+// user and display name. No owner, or one no longer of the tenant, is the zero Person.
+func (w *Worker) owner(ctx context.Context, q *domain.Inquiry, key string) (slackinstall.Person, error) {
+	if q.Owner == "" {
+		return slackinstall.Person{}, nil
+	}
+	var p slackinstall.Person
+	if w.Principals != nil {
+		pr, err := w.Principals.Principal(ctx, q.TenantID, q.Owner)
+		switch {
+		case errors.Is(err, domain.ErrNotFound):
+			return p, nil
+		case err != nil:
+			return p, err
+		}
+		p.Name = pr.Name
+	}
+	users, err := w.install().SlackUsersOf(ctx, q.TenantID, key, []domain.PrincipalID{q.Owner})
+	if err != nil {
+		return p, err
+	}
+	p.SlackUser = users[q.Owner]
+	return p, nil
 }
 
 // deleteThread deletes an erased inquiry's thread: every reply (Slack refuses the app a person's
