@@ -155,6 +155,50 @@ type NewFile struct {
 // validation error (422), more than MaxTenantBytes for the tenant ErrAttachmentQuota. The caller
 // has checked that the inquiry exists and that actor may attach to it.
 func (a *Attachments) Add(ctx context.Context, tenant domain.TenantID, inquiry domain.InquiryID, actor domain.PrincipalID, files []NewFile, lim AttachmentLimits) ([]Attachment, error) {
+	return a.add(ctx, tenant, inquiry, actor, files, lim, nil)
+}
+
+// FileDigests names files for an intake's idempotency fingerprint (Intake.Files): each one's name
+// and SHA-256, in order.
+func FileDigests(files []NewFile) []string {
+	out := make([]string, len(files))
+	for i, f := range files {
+		sum := sha256.Sum256(f.Data)
+		out[i] = f.Name + "\x00" + hex.EncodeToString(sum[:])
+	}
+	return out
+}
+
+// AddIntake stores the files submitted with an intake, once: their ids derive from the inquiry, the
+// position and the digest of each file, so a replayed intake (the same Idempotency-Key and body,
+// hence the same inquiry) finds them stored and gets them back, and an intake whose attachments
+// failed after its inquiry was recorded stores them when it is retried. Otherwise as Add.
+func (a *Attachments) AddIntake(ctx context.Context, tenant domain.TenantID, inquiry domain.InquiryID, actor domain.PrincipalID, files []NewFile, lim AttachmentLimits) ([]Attachment, error) {
+	ids := make([]string, len(files))
+	for i, d := range FileDigests(files) {
+		sum := sha256.Sum256([]byte(fmt.Sprintf("intake\x00%s\x00%s\x00%d\x00%s", tenant, inquiry, i, d)))
+		ids[i] = "att_" + hex.EncodeToString(sum[:10])
+	}
+	return a.add(ctx, tenant, inquiry, actor, files, lim, ids)
+}
+
+// CheckQuota reports ErrAttachmentQuota when adding bytes would pass the tenant's limit now. It
+// stores nothing; Add checks again in its transaction.
+func (a *Attachments) CheckQuota(ctx context.Context, tenant domain.TenantID, bytes int64, lim AttachmentLimits) error {
+	lim = lim.WithDefaults()
+	var used sql.NullInt64
+	if err := a.db.QueryRowContext(ctx, a.db.Rebind(`SELECT sum(size) FROM inquiry_attachments WHERE tenant_id = ?`), tenant).Scan(&used); err != nil {
+		return err
+	}
+	if used.Int64+bytes > lim.MaxTenantBytes {
+		return ErrAttachmentQuota
+	}
+	return nil
+}
+
+// add stores files with ids (random when nil). When every one of ids is stored already, it returns
+// those instead (a replay).
+func (a *Attachments) add(ctx context.Context, tenant domain.TenantID, inquiry domain.InquiryID, actor domain.PrincipalID, files []NewFile, lim AttachmentLimits, ids []string) ([]Attachment, error) {
 	lim = lim.WithDefaults()
 	var added int64
 	for _, f := range files {
@@ -166,11 +210,23 @@ func (a *Attachments) Add(ctx context.Context, tenant domain.TenantID, inquiry d
 		return nil, err
 	}
 	var out []Attachment
+	replay := false
 	err = sqldb.InTx(ctx, a.db, func(tx *sql.Tx) error {
 		if a.db.Dialect == sqldb.Postgres {
 			// One writer per tenant at a time, so concurrent uploads cannot pass the limits together.
 			if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(hashtext('attachments:' || $1))`, string(tenant)); err != nil {
 				return err
+			}
+		}
+		if ids != nil {
+			var stored int
+			if err := tx.QueryRowContext(ctx, a.db.Rebind(`SELECT count(*) FROM inquiry_attachments WHERE tenant_id = ? AND inquiry_id = ? AND id = ?`),
+				tenant, inquiry, ids[0]).Scan(&stored); err != nil {
+				return err
+			}
+			if stored > 0 {
+				replay = true
+				return nil
 			}
 		}
 		var n int
@@ -192,7 +248,11 @@ func (a *Attachments) Add(ctx context.Context, tenant domain.TenantID, inquiry d
 			sum := sha256.Sum256(f.Data)
 			var rnd [10]byte
 			_, _ = rand.Read(rnd[:])
-			at := Attachment{ID: "att_" + hex.EncodeToString(rnd[:]), Name: f.Name, ContentType: f.ContentType,
+			id := "att_" + hex.EncodeToString(rnd[:])
+			if ids != nil {
+				id = ids[i]
+			}
+			at := Attachment{ID: id, Name: f.Name, ContentType: f.ContentType,
 				Size: int64(len(f.Data)), SHA256: hex.EncodeToString(sum[:]), CreatedAt: now.Add(time.Duration(i))} // keeps the request's order
 			if _, err := tx.ExecContext(ctx, a.db.Rebind(`INSERT INTO inquiry_attachments
 				(tenant_id, inquiry_id, id, name, name_sealed, sealed, content_type, size, sha256, added_by, created_at, data)
@@ -205,7 +265,25 @@ func (a *Attachments) Add(ctx context.Context, tenant domain.TenantID, inquiry d
 		}
 		return nil
 	})
-	return out, err
+	if err != nil || !replay {
+		return out, err
+	}
+	all, err := a.List(ctx, tenant, inquiry)
+	if err != nil {
+		return nil, err
+	}
+	byID := map[string]Attachment{}
+	for _, at := range all {
+		byID[at.ID] = at
+	}
+	for _, id := range ids {
+		at, ok := byID[id]
+		if !ok {
+			return nil, fmt.Errorf("attachments of %s: a replayed intake's file %s is missing", inquiry, id)
+		}
+		out = append(out, at)
+	}
+	return out, nil
 }
 
 // List describes an inquiry's attachments, oldest first.

@@ -71,6 +71,10 @@ type Intake struct {
 	Priority   domain.Priority
 	Team       string
 	Permalink  string
+	// Files names the attachments submitted with the intake (each file's name and SHA-256, in
+	// order). They are part of the idempotency fingerprint: the same key with other files is a
+	// validation error, like the same key with another message.
+	Files []string
 }
 
 // IntakeResult adds the requester's opaque receipt.
@@ -109,6 +113,9 @@ func (h *Handler) Intake(ctx context.Context, c Intake) (IntakeResult, error) {
 			// authenticated intake's covers its own fields.
 			c.IdempotencyKey = SubmitterKey(submitter, c.IdempotencyKey)
 			parts = append(parts, submitter, c.ExternalID, c.Priority, c.Team, c.Permalink)
+			if len(c.Files) > 0 {
+				parts = append(parts, c.Files)
+			}
 		}
 	}
 	identity := intakeIdentity(c.Tenant, c.Source, c.IdempotencyKey)

@@ -33,7 +33,7 @@ func TestReadmeWalkthrough(t *testing.T) {
 		t.Fatalf("walk-through failed: %v\n%s", err, out)
 	}
 	for _, want := range []string{`"status":"received"`, `ETag: "1"`, `"version":2`, `"version":4`, `"status": "resolved"`, "5 InquiryStatusChanged", "1 InquiryReceived",
-		`"status": "open"`, " Cannot log in", "portal token on an operator route: 403"} {
+		`"status": "open"`, " Cannot log in", "attached notes.txt (text/plain; charset=utf-8)", "portal token on an operator route: 403"} {
 		if !strings.Contains(string(out), want) && !strings.Contains(strings.ToLower(string(out)), strings.ToLower(want)) {
 			t.Errorf("walk-through output lacks %q:\n%s", want, out)
 		}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -21,6 +22,10 @@ type AttachmentStore interface {
 	Add(ctx context.Context, tenant domain.TenantID, inquiry domain.InquiryID, actor domain.PrincipalID, files []commands.NewFile, lim commands.AttachmentLimits) ([]commands.Attachment, error)
 	List(ctx context.Context, tenant domain.TenantID, inquiry domain.InquiryID) ([]commands.Attachment, error)
 	Get(ctx context.Context, tenant domain.TenantID, inquiry domain.InquiryID, id string) (commands.Attachment, []byte, error)
+	// AddIntake stores an intake's files once (a replay gets the stored ones); CheckQuota checks
+	// the tenant's quota without storing.
+	AddIntake(ctx context.Context, tenant domain.TenantID, inquiry domain.InquiryID, actor domain.PrincipalID, files []commands.NewFile, lim commands.AttachmentLimits) ([]commands.Attachment, error)
+	CheckQuota(ctx context.Context, tenant domain.TenantID, bytes int64, lim commands.AttachmentLimits) error
 }
 
 // AllowedAttachmentTypes are the content types accepted, as sniffed from the bytes
@@ -91,10 +96,27 @@ func (s *Server) mayAttach(ctx context.Context, p domain.Principal, id domain.In
 	return domain.ErrNotFound
 }
 
-// readFiles reads every file part within the limits, sniffing and naming each.
+// readFiles reads every file part within the limits, sniffing and naming each; at least one.
 func (s *Server) readFiles(w http.ResponseWriter, r *http.Request, lim commands.AttachmentLimits) ([]commands.NewFile, error) {
+	files, err := s.readParts(w, r, lim, nil)
+	if err == nil && len(files) == 0 {
+		return nil, domain.Invalid("file", "is required")
+	}
+	return files, err
+}
+
+// isMultipart reports whether r's body is multipart/form-data.
+func isMultipart(r *http.Request) bool {
 	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
-	if err != nil || mt != "multipart/form-data" {
+	return err == nil && mt == "multipart/form-data"
+}
+
+// readParts reads a multipart/form-data body: file parts named "file" within the limits (sniffed
+// and named; none is fine), and each part whose name is a key of fields, once, into fields[name]
+// (at most maxFieldBytes; a part of another name, or one given twice, is 400). Every file is
+// checked as it is read, so any refusal comes before the caller stores anything.
+func (s *Server) readParts(w http.ResponseWriter, r *http.Request, lim commands.AttachmentLimits, fields map[string]*[]byte) ([]commands.NewFile, error) {
+	if !isMultipart(r) {
 		return nil, &apiError{http.StatusUnsupportedMediaType, "unsupported_media_type", "body must be multipart/form-data"}
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, lim.MaxFileBytes*int64(lim.MaxFiles)+1<<20)
@@ -116,7 +138,24 @@ func (s *Server) readFiles(w http.ResponseWriter, r *http.Request, lim commands.
 		if err != nil {
 			return nil, badRequest("malformed multipart body")
 		}
+		if dst, ok := fields[part.FormName()]; ok && part.FileName() == "" {
+			if *dst != nil {
+				return nil, badRequest("part " + strconv.Quote(part.FormName()) + " given more than once")
+			}
+			b, err := io.ReadAll(io.LimitReader(part, maxFieldBytes+1))
+			if errors.As(err, &mbe) || len(b) > maxFieldBytes {
+				return nil, &apiError{http.StatusRequestEntityTooLarge, "body_too_large", "part " + strconv.Quote(part.FormName()) + " exceeds " + strconv.Itoa(maxFieldBytes) + " bytes"}
+			}
+			if err != nil {
+				return nil, badRequest("malformed multipart body")
+			}
+			*dst = append([]byte{}, b...)
+			continue
+		}
 		if part.FormName() != "file" || part.FileName() == "" {
+			if fields != nil {
+				return nil, badRequest("only the parts " + partNames(fields) + " and file parts named \"file\" are accepted")
+			}
 			return nil, badRequest("only file parts named \"file\" are accepted")
 		}
 		if len(files) == lim.MaxFiles {
@@ -139,10 +178,19 @@ func (s *Server) readFiles(w http.ResponseWriter, r *http.Request, lim commands.
 		}
 		files = append(files, commands.NewFile{Name: commands.AttachmentName(part.FileName()), ContentType: ct, Data: data})
 	}
-	if len(files) == 0 {
-		return nil, domain.Invalid("file", "is required")
-	}
 	return files, nil
+}
+
+// maxFieldBytes bounds a multipart part that is not a file (the intake's JSON).
+const maxFieldBytes = 64 << 10
+
+func partNames(fields map[string]*[]byte) string {
+	var names []string
+	for n := range fields {
+		names = append(names, strconv.Quote(n))
+	}
+	slices.Sort(names)
+	return strings.Join(names, ", ")
 }
 
 // downloadAttachment is GET /v1/inquiries/{id}/attachments/{attachment_id}: the bytes as a

@@ -230,3 +230,138 @@ func TestAttachmentHTMLCannotRunInBrowser(t *testing.T) {
 		t.Fatalf("the attachment's markup requested the beacon %d times", n)
 	}
 }
+
+// portalMultipart posts a portal intake as multipart/form-data: the "inquiry" part (skipped when
+// empty) and file parts.
+func (tb *testBundle) portalMultipart(t *testing.T, token, key, inquiry string, files ...upload) resp {
+	t.Helper()
+	var body bytes.Buffer
+	mw := multipart.NewWriter(&body)
+	if inquiry != "" {
+		h := make(map[string][]string)
+		h["Content-Disposition"] = []string{`form-data; name="inquiry"`}
+		h["Content-Type"] = []string{"application/json"}
+		w, err := mw.CreatePart(h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = w.Write([]byte(inquiry))
+	}
+	for _, f := range files {
+		w, err := mw.CreateFormFile("file", f.name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = w.Write([]byte(f.content))
+	}
+	_ = mw.Close()
+	req, err := http.NewRequest(http.MethodPost, tb.srv.URL+"/v1/inquiries", &body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", mw.FormDataContentType())
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Idempotency-Key", key)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = res.Body.Close() }()
+	raw, _ := io.ReadAll(res.Body)
+	r := resp{status: res.StatusCode, header: res.Header, raw: string(raw)}
+	_ = json.Unmarshal(raw, &r.body)
+	return r
+}
+
+// TestPortalIntakeWithAttachments: a portal intake as multipart/form-data carries its files. Every
+// refusal (a file over the limit 413, a sniffed type outside the allow-list 415, too many files or
+// an empty one 422, the tenant's quota 413, an invalid intake 422, a malformed body 400) comes
+// before anything is appended: no inquiry, no file, and the key still free, so the same key then
+// succeeds. The key covers the files: the same body again is the first answer with the same
+// attachments and nothing stored twice; other files, or none, under that key are 422.
+func TestPortalIntakeWithAttachments(t *testing.T) {
+	t.Parallel()
+	tb := setupWith(t, func(c *app.Config) {
+		c.Public = unlimited
+		c.Attachments = commands.AttachmentLimits{MaxFileBytes: 1000, MaxFiles: 2, MaxTenantBytes: 2500}
+	})
+	integ := tb.integration(t, "acme", "Portal")
+	_, other := tb.submit(t, "fill")
+	if r := tb.attach(t, tb.op, other, upload{"fill.txt", text(1000)}); r.status != http.StatusCreated {
+		t.Fatal(r.raw)
+	}
+	invalid := strings.Replace(portalBody, `"subject":"Invoice is wrong"`, `"subject":""`, 1)
+	refusals := []struct {
+		name    string
+		inquiry string
+		files   []upload
+		status  int
+	}{
+		{"a file over the limit", portalBody, []upload{{"ok.txt", text(10)}, {"big.txt", text(1001)}}, http.StatusRequestEntityTooLarge},
+		{"HTML", portalBody, []upload{{"invoice.txt", "<!DOCTYPE html><html><script>alert(1)</script></html>"}}, http.StatusUnsupportedMediaType},
+		{"three files", portalBody, []upload{{"1.txt", "one"}, {"2.txt", "two"}, {"3.txt", "three"}}, http.StatusUnprocessableEntity},
+		{"an empty file", portalBody, []upload{{"e.txt", ""}}, http.StatusUnprocessableEntity},
+		{"the tenant's quota", portalBody, []upload{{"a.txt", text(800)}, {"b.txt", text(800)}}, http.StatusRequestEntityTooLarge},
+		{"an invalid intake", invalid, []upload{{"a.txt", text(10)}}, http.StatusUnprocessableEntity},
+		{"no inquiry part", "", []upload{{"a.txt", text(10)}}, http.StatusBadRequest},
+		{"an unknown field", `{"subject":"x","secret":1}`, []upload{{"a.txt", text(10)}}, http.StatusBadRequest},
+	}
+	for _, c := range refusals {
+		if r := tb.portalMultipart(t, integ, "m-1", c.inquiry, c.files...); r.status != c.status {
+			t.Errorf("%s = %d %s, want %d", c.name, r.status, r.raw, c.status)
+		}
+	}
+	if l := tb.do(t, "GET", "/v1/portal/inquiries?external_id=cust-42", integ, nil, ""); l.status != 200 || len(l.body["items"].([]any)) != 0 {
+		t.Fatalf("refused intakes recorded %s", l.raw)
+	}
+	if l := tb.do(t, "GET", "/v1/inquiries?consistent=true", tb.op, nil, ""); len(l.body["items"].([]any)) != 1 {
+		t.Fatalf("refused intakes appended: %s", l.raw)
+	}
+
+	files := []upload{{"receipt.txt", "Invoice 42, charged twice."}, {"../scan.png", "\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR"}}
+	first := tb.portalMultipart(t, integ, "m-1", portalBody, files...)
+	if first.status != http.StatusCreated {
+		t.Fatalf("intake with files = %d %s", first.status, first.raw)
+	}
+	id := first.body["id"].(string)
+	atts, _ := first.body["attachments"].([]any)
+	if len(atts) != 2 || atts[0].(map[string]any)["name"] != "receipt.txt" || atts[1].(map[string]any)["name"] != "scan.png" || atts[1].(map[string]any)["content_type"] != "image/png" {
+		t.Fatalf("intake answer = %s", first.raw)
+	}
+	if got := tb.attachments(t, id); len(got) != 2 {
+		t.Fatalf("detail lists %v", got)
+	}
+	again := tb.portalMultipart(t, integ, "m-1", portalBody, files...)
+	if again.status != http.StatusCreated || again.body["id"] != id || again.body["receipt"] != first.body["receipt"] ||
+		again.body["attachments"].([]any)[0].(map[string]any)["id"] != atts[0].(map[string]any)["id"] {
+		t.Fatalf("replay = %d %s, first %s", again.status, again.raw, first.raw)
+	}
+	if got := tb.attachments(t, id); len(got) != 2 {
+		t.Fatalf("after the replay the detail lists %v", got)
+	}
+	if r := tb.portalMultipart(t, integ, "m-1", portalBody, upload{"receipt.txt", "Invoice 43."}, files[1]); r.status != http.StatusUnprocessableEntity {
+		t.Errorf("same key, another file = %d %s", r.status, r.raw)
+	}
+	if r := tb.portalSubmit(t, integ, "m-1", portalBody); r.status != http.StatusUnprocessableEntity {
+		t.Errorf("same key, no files = %d %s", r.status, r.raw)
+	}
+	// Download as the operator: the bytes the portal sent.
+	req, err := http.NewRequest(http.MethodGet, tb.srv.URL+"/v1/inquiries/"+id+"/attachments/"+atts[0].(map[string]any)["id"].(string), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+tb.op)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, _ := io.ReadAll(res.Body)
+	_ = res.Body.Close()
+	if res.StatusCode != 200 || string(data) != files[0].content {
+		t.Fatalf("download = %d %q", res.StatusCode, data)
+	}
+	// A JSON intake answers as before, without an attachments member.
+	if r := tb.portalSubmit(t, integ, "j-1", portalBody); r.status != http.StatusCreated || r.body["attachments"] != nil {
+		t.Fatalf("JSON intake = %d %s", r.status, r.raw)
+	}
+}

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"slices"
 	"strconv"
@@ -69,9 +70,26 @@ func (s *Server) checkTenantCategory(ctx context.Context, t tenancy.Tenant, cate
 // portalIntake is POST /v1/inquiries: an inquiry submitted by an authenticated portal (source
 // authenticated_portal), keyed by the caller's own Idempotency-Key (required), rate-limited per
 // principal. The same validation and normalization as public intake; no honeypot.
+//
+// As multipart/form-data it carries attachments: a part "inquiry" with the same JSON and file parts
+// named "file". The order is what makes it all or nothing: every file is read and checked (size
+// 413, sniffed type 415, count and emptiness 422, the tenant's quota 413) and the intake validated
+// before the inquiry is recorded, so a refused file refuses the whole request with nothing
+// appended. Then the inquiry is recorded and its files stored under ids derived from it; should
+// storing them fail after all (a quota taken meanwhile by a concurrent upload, the database), the
+// answer is that error and a retry with the same Idempotency-Key and body stores them and answers
+// 201, as a replay does. The key covers the files (names and SHA-256): other files under the same
+// key are 422 like another message.
 func (s *Server) portalIntake(w http.ResponseWriter, r *http.Request) {
 	p := principal(r)
-	res, err := s.acceptPortal(w, r, p)
+	res, files, err := s.acceptPortal(w, r, p)
+	var stored []commands.Attachment
+	if err == nil && len(files) > 0 {
+		stored, err = s.Attachments.AddIntake(r.Context(), p.TenantID, res.InquiryID, p.ID, files, s.AttachmentLimits)
+	}
+	if errors.Is(err, commands.ErrAttachmentQuota) {
+		err = &apiError{http.StatusRequestEntityTooLarge, "attachment_quota", "the tenant's attachment storage is full"}
+	}
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -82,28 +100,77 @@ func (s *Server) portalIntake(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Casebook-Position", pos)
 	}
 	w.Header().Set("ETag", strconv.Quote(strconv.FormatUint(res.Version, 10)))
-	writeJSON(w, http.StatusCreated, map[string]any{"id": res.InquiryID, "receipt": res.Receipt, "version": res.Version, "position": pos})
+	out := map[string]any{"id": res.InquiryID, "receipt": res.Receipt, "version": res.Version, "position": pos}
+	if files != nil {
+		out["attachments"] = stored
+	}
+	writeJSON(w, http.StatusCreated, out)
 }
 
-func (s *Server) acceptPortal(w http.ResponseWriter, r *http.Request, p domain.Principal) (commands.IntakeResult, error) {
+func (s *Server) acceptPortal(w http.ResponseWriter, r *http.Request, p domain.Principal) (commands.IntakeResult, []commands.NewFile, error) {
 	if ok, retry := s.public.portal.Allow(string(p.ID)); !ok {
 		secs := int((retry + time.Second - 1) / time.Second)
 		w.Header().Set("Retry-After", strconv.Itoa(max(secs, 1)))
-		return commands.IntakeResult{}, &apiError{http.StatusTooManyRequests, "rate_limited", "too many submissions; retry later"}
+		return commands.IntakeResult{}, nil, &apiError{http.StatusTooManyRequests, "rate_limited", "too many submissions; retry later"}
 	}
 	key := r.Header.Get("Idempotency-Key")
 	if strings.TrimSpace(key) == "" {
-		return commands.IntakeResult{}, &apiError{http.StatusBadRequest, "idempotency_key_required", "the Idempotency-Key header is required"}
+		return commands.IntakeResult{}, nil, &apiError{http.StatusBadRequest, "idempotency_key_required", "the Idempotency-Key header is required"}
 	}
 	var in portalInquiry
-	if err := decode(w, r, s.public.cfg.MaxBody, &in); err != nil {
-		return commands.IntakeResult{}, err
+	var files []commands.NewFile
+	if isMultipart(r) {
+		var err error
+		if in, files, err = s.readPortalMultipart(w, r, p); err != nil {
+			return commands.IntakeResult{}, nil, err
+		}
+	} else if err := decode(w, r, s.public.cfg.MaxBody, &in); err != nil {
+		return commands.IntakeResult{}, nil, err
 	}
-	return s.submitPortal(r, p, in, key)
+	res, err := s.submitPortal(r, p, in, key, files)
+	return res, files, err
+}
+
+// readPortalMultipart reads an intake with attachments: the "inquiry" part's JSON and every file,
+// each checked against the limits, and the tenant's quota checked for their total. files is
+// non-nil (perhaps empty) so the answer lists what was stored.
+func (s *Server) readPortalMultipart(w http.ResponseWriter, r *http.Request, p domain.Principal) (portalInquiry, []commands.NewFile, error) {
+	var in portalInquiry
+	if s.Attachments == nil {
+		return in, nil, &apiError{http.StatusUnsupportedMediaType, "unsupported_media_type", "attachments are not accepted here; send application/json"}
+	}
+	lim := s.AttachmentLimits.WithDefaults()
+	var raw []byte
+	files, err := s.readParts(w, r, lim, map[string]*[]byte{"inquiry": &raw})
+	if err != nil {
+		return in, nil, err
+	}
+	if raw == nil {
+		return in, nil, badRequest("a multipart intake needs a part named \"inquiry\" holding the inquiry's JSON")
+	}
+	if int64(len(raw)) > s.public.cfg.MaxBody {
+		return in, nil, &apiError{http.StatusRequestEntityTooLarge, "body_too_large", "the inquiry part exceeds " + strconv.FormatInt(s.public.cfg.MaxBody, 10) + " bytes"}
+	}
+	if err := decodeBytes(raw, &in); err != nil {
+		return in, nil, err
+	}
+	var total int64
+	for _, f := range files {
+		total += int64(len(f.Data))
+	}
+	if err := s.Attachments.CheckQuota(r.Context(), p.TenantID, total, lim); errors.Is(err, commands.ErrAttachmentQuota) {
+		return in, nil, &apiError{http.StatusRequestEntityTooLarge, "attachment_quota", "the tenant's attachment storage is full"}
+	} else if err != nil {
+		return in, nil, err
+	}
+	if files == nil {
+		files = []commands.NewFile{}
+	}
+	return in, files, nil
 }
 
 // submitPortal normalizes, checks the configured limits and the tenant's categories, and records.
-func (s *Server) submitPortal(r *http.Request, p domain.Principal, in portalInquiry, key string) (commands.IntakeResult, error) {
+func (s *Server) submitPortal(r *http.Request, p domain.Principal, in portalInquiry, key string, files []commands.NewFile) (commands.IntakeResult, error) {
 	pub := publicInquiry{Name: in.Name, Email: in.Email, Subject: in.Subject, Message: in.Message, Category: in.Category}.normalized()
 	if err := s.public.cfg.Fields.check(pub); err != nil {
 		return commands.IntakeResult{}, err
@@ -123,7 +190,7 @@ func (s *Server) submitPortal(r *http.Request, p domain.Principal, in portalInqu
 		Requester: domain.Requester{Name: pub.Name, Email: pub.Email},
 		Subject:   pub.Subject, Message: pub.Message, Category: pub.Category,
 		ExternalID: in.ExternalID, Priority: prio, Team: in.Team,
-		CorrelationID: requestID(r.Context()),
+		CorrelationID: requestID(r.Context()), Files: commands.FileDigests(files),
 	})
 }
 

@@ -330,6 +330,11 @@ func decode(w http.ResponseWriter, r *http.Request, limit int64, v any) error {
 		}
 		return badRequest("could not read body")
 	}
+	return decodeBytes(body, v)
+}
+
+// decodeBytes decodes one JSON object with documented fields only into v.
+func decodeBytes(body []byte, v any) error {
 	if err := checkKeys(body, jsonFields(v)); err != nil {
 		return err
 	}

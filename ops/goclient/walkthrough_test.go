@@ -2,10 +2,14 @@ package goclient_test
 
 import (
 	"context"
+	"io"
 	"log/slog"
 	"net"
 	"path/filepath"
+	"strings"
 	"testing"
+
+	ht "github.com/ogen-go/ogen/http"
 
 	"github.com/casebook/casebook/app"
 	"github.com/casebook/casebook/domain"
@@ -74,8 +78,9 @@ func want[T any](t *testing.T, step string, res any, err error) T {
 // TestGeneratedClientWalkthrough runs the README walk-through through the client that ogen
 // generated from openapi.json (casebookapi), against a real server: a tenant and its principals (as
 // the CLI makes them), a public intake, the list, triage, claim, a note and resolve with If-Match
-// versions, the timeline, then a portal's intake and its requester-facing reads, and the portal's
-// token refused on an operator route. Every answer is decoded by the generated code, so a schema that
+// versions, the timeline, then a portal's intake and its requester-facing reads, a portal's intake
+// with an attachment (multipart) downloaded by the operator, and the portal's token refused on an
+// operator route. Every answer is decoded by the generated code, so a schema that
 // does not match what the server sends fails here.
 func TestGeneratedClientWalkthrough(t *testing.T) {
 	t.Parallel()
@@ -172,6 +177,25 @@ func TestGeneratedClientWalkthrough(t *testing.T) {
 	if pl := want[*casebookapi.GetPortalInquiriesOK](t, "portal list", plres, err); len(pl.Items) != 1 || pl.Items[0].Receipt != intake.Receipt {
 		t.Fatalf("portal list = %+v", pl)
 	}
+	// 8. A portal intake with an attachment (multipart), downloaded by the operator.
+	note := "Screenshot of the reset page: nothing arrives."
+	mres, err := portal.PostInquiries(ctx, &casebookapi.PostInquiriesReqMultipartFormData{
+		Inquiry: casebookapi.PortalInquiry{Name: casebookapi.NewOptString("Grace Hopper"), Email: "grace@example.com",
+			ExternalID: casebookapi.NewOptString("cust-7"), Subject: "Still cannot log in", Message: "See the attached notes.",
+			Category: casebookapi.NewOptString("account")},
+		File: []ht.MultipartFile{{Name: "notes.txt", File: strings.NewReader(note), Size: int64(len(note))}},
+	}, casebookapi.PostInquiriesParams{IdempotencyKey: "portal-0002"})
+	withFile := want[*casebookapi.IntakeResult](t, "portal intake with an attachment", mres, err)
+	if len(withFile.Attachments) != 1 || withFile.Attachments[0].Name != "notes.txt" || withFile.Attachments[0].Size != len(note) {
+		t.Fatalf("portal intake with an attachment = %+v", withFile)
+	}
+	ares, err := op.GetInquiriesByIdAttachmentsByAttachmentId(ctx, casebookapi.GetInquiriesByIdAttachmentsByAttachmentIdParams{
+		ID: withFile.ID, AttachmentID: withFile.Attachments[0].ID})
+	file := want[*casebookapi.GetInquiriesByIdAttachmentsByAttachmentIdOKTextPlain](t, "download", ares, err)
+	if b, err := io.ReadAll(file.Data); err != nil || string(b) != note {
+		t.Fatalf("download = %q %v", b, err)
+	}
+
 	other, err := portal.GetPortalInquiriesByReceipt(ctx, casebookapi.GetPortalInquiriesByReceiptParams{Receipt: acc.Receipt.Value})
 	want[*casebookapi.GetPortalInquiriesByReceiptNotFound](t, "portal reading the public form's inquiry", other, err)
 	forbidden, err := portal.GetInquiries(ctx, casebookapi.GetInquiriesParams{})
