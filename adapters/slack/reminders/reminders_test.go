@@ -2,6 +2,7 @@ package reminders_test
 
 import (
 	"context"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -41,6 +42,9 @@ func followUpFired(t *testing.T, b *bundle, key string) domain.InquiryID {
 	return id
 }
 
+// uuidRE finds a principal, tenant or inquiry id in posted text.
+var uuidRE = regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`)
+
 // TestReminderReplyMentionsLinkedRecipients: a fired follow-up becomes one reply in the inquiry's
 // thread that mentions the linked Slack users of its recipients (who set it, the owner, the
 // watchers) and names no principal id; the unlinked watcher is counted, not named, in an internal
@@ -65,6 +69,9 @@ func TestReminderReplyMentionsLinkedRecipients(t *testing.T) {
 			if strings.Contains(got, never) {
 				t.Errorf("internal channel got %q: %s", never, got)
 			}
+		}
+		if u := uuidRE.FindString(raw(t, b.root(t, id))); u != "" {
+			t.Errorf("the thread (root and replies) shows the id %s", u)
 		}
 		if reps[0].Metadata == nil || reps[0].Metadata.EventType != slackeffects.MetadataEventType {
 			t.Errorf("reply not marked with its effect key: %+v", reps[0].Metadata)
@@ -224,6 +231,9 @@ func TestEscalationPostRedactedForClearance(t *testing.T) {
 			if !strings.Contains(got, want) {
 				t.Errorf("escalation post lacks %q: %s", want, got)
 			}
+		}
+		if u := uuidRE.FindString(got + raw(t, b.root(t, id))); u != "" {
+			t.Errorf("the escalation post or the thread shows the id %s", u)
 		}
 		for _, never := range []string{"Ada Lovelace", "ada@example.com", "Invoice", string(id), "level 1", "Team", "<@"} {
 			if strings.Contains(got, never) {
