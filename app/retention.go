@@ -45,6 +45,18 @@ type RetentionReport struct {
 	KeysDestroyed int `json:"keys_destroyed"`
 	// NotLeader is set when another replica holds the sweep's lease (this one did nothing).
 	NotLeader bool `json:"not_leader,omitempty"`
+	// DryRun: nothing was erased; Due lists what would have been, at At.
+	DryRun bool            `json:"dry_run,omitempty"`
+	At     time.Time       `json:"at"`
+	Due    []RetentionItem `json:"due,omitempty"`
+}
+
+// RetentionOptions adjust one sweep.
+type RetentionOptions struct {
+	// DryRun erases nothing and reports what is due; At (only with DryRun; zero: now) asks what
+	// would be due then, to preview a policy.
+	DryRun bool
+	At     time.Time
 }
 
 // wirePrivacy adds the privacy subscriber: the requester blind index and the retention index.
@@ -77,20 +89,39 @@ func (a *App) PrivacyIndex() *projections.Runner { return a.privacyIndex }
 // index as far as it has caught up; what it has not seen yet waits for the next sweep. Running it
 // twice, or on two replicas, is harmless: the lease keeps replicas apart and every step is
 // idempotent.
-func (a *App) RetentionSweep(ctx context.Context) (RetentionReport, error) {
-	var rep RetentionReport
-	held, err := a.retentionLease.Acquire(ctx)
-	if err != nil {
+func (a *App) RetentionSweep(ctx context.Context, opts RetentionOptions) (RetentionReport, error) {
+	now := a.Config.Now().UTC()
+	if !opts.At.IsZero() {
+		if !opts.DryRun {
+			return RetentionReport{}, domain.Invalid("at", "is for a dry run only: the policy erases at the present time")
+		}
+		now = opts.At.UTC()
+	}
+	rep := RetentionReport{DryRun: opts.DryRun, At: now}
+	if !opts.DryRun {
+		held, err := a.retentionLease.Acquire(ctx)
+		if err != nil {
+			return rep, err
+		}
+		if !held {
+			rep.NotLeader = true
+			return rep, nil
+		}
+		if err := a.completeErasures(ctx, now, &rep); err != nil {
+			return rep, err
+		}
+	}
+	if err := a.sweepPolicies(ctx, now, opts.DryRun, &rep); err != nil {
 		return rep, err
 	}
-	if !held {
-		rep.NotLeader = true
-		return rep, nil
-	}
-	now := a.Config.Now().UTC()
+	return rep, nil
+}
+
+// completeErasures destroys the data keys that erasures recorded lately left alive.
+func (a *App) completeErasures(ctx context.Context, now time.Time, rep *RetentionReport) error {
 	erased, err := privacy.ErasedSince(ctx, a.DB, now.Add(-RecoverErasuresFor), 10000)
 	if err != nil {
-		return rep, err
+		return err
 	}
 	for _, c := range erased {
 		dk, err := a.Keys.Get(ctx, c.Tenant, c.Inquiry)
@@ -103,9 +134,14 @@ func (a *App) RetentionSweep(ctx context.Context) (RetentionReport, error) {
 		}
 		rep.KeysDestroyed++
 	}
+	return nil
+}
+
+// sweepPolicies applies every tenant's current policy at now.
+func (a *App) sweepPolicies(ctx context.Context, now time.Time, dryRun bool, rep *RetentionReport) error {
 	tenants, err := privacy.Tenants(ctx, a.DB)
 	if err != nil {
-		return rep, err
+		return err
 	}
 	exec := a.audited()
 	for _, t := range tenants {
@@ -114,7 +150,7 @@ func (a *App) RetentionSweep(ctx context.Context) (RetentionReport, error) {
 			continue
 		}
 		if err != nil {
-			return rep, err
+			return err
 		}
 		var archivedBy, closedBy time.Time
 		if d, c := policy.Shortest(); d > 0 || c > 0 {
@@ -129,7 +165,7 @@ func (a *App) RetentionSweep(ctx context.Context) (RetentionReport, error) {
 		for {
 			page, err := privacy.Candidates(ctx, a.DB, t, archivedBy, closedBy, after, retentionPage)
 			if err != nil {
-				return rep, err
+				return err
 			}
 			for _, c := range page {
 				after = c.Inquiry
@@ -140,8 +176,12 @@ func (a *App) RetentionSweep(ctx context.Context) (RetentionReport, error) {
 					rep.Held = append(rep.Held, RetentionItem{Tenant: t, Inquiry: c.Inquiry})
 					continue
 				}
+				if dryRun {
+					rep.Due = append(rep.Due, RetentionItem{Tenant: t, Inquiry: c.Inquiry})
+					continue
+				}
 				if ok, err := a.retentionLease.Acquire(ctx); err != nil || !ok {
-					return rep, errors.Join(errors.New("retention sweep: lease lost, stopping"), err)
+					return errors.Join(errors.New("retention sweep: lease lost, stopping"), err)
 				}
 				out, _, err := exec.RetentionErase(ctx, commands.RetentionErase{Tenant: t, InquiryID: c.Inquiry, Policy: policy, CorrelationID: "retention"})
 				switch {
@@ -158,7 +198,7 @@ func (a *App) RetentionSweep(ctx context.Context) (RetentionReport, error) {
 			}
 		}
 	}
-	return rep, nil
+	return nil
 }
 
 // runRetention runs the sweep every Config.RetentionTick until ctx ends (negative: never).
@@ -179,7 +219,7 @@ func (a *App) runRetention(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		rep, err := a.RetentionSweep(ctx)
+		rep, err := a.RetentionSweep(ctx, RetentionOptions{})
 		if err != nil && ctx.Err() == nil {
 			a.Config.Logger.Warn("retention sweep", "err", err)
 		}

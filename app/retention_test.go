@@ -30,7 +30,8 @@ func ids(items []app.RetentionItem) []domain.InquiryID {
 // as system:retention with "retention:<class>" in the tombstone and its data key destroyed; a held
 // one is skipped and reported; inquiries not yet due are untouched; a second sweep changes nothing;
 // a policy change applies at the next sweep to inquiries archived or closed before it; a released
-// hold lets the next sweep erase. A policy is validated strictly and only an admin sets it.
+// hold lets the next sweep erase. A dry run previews what a later sweep would erase and erases
+// nothing. A policy is validated strictly and only an admin sets it.
 func TestRetentionPolicyJob(t *testing.T) {
 	t.Parallel()
 	apptest.EachBackend(t, func(t *testing.T, cfg app.Config) {
@@ -96,7 +97,7 @@ func TestRetentionPolicyJob(t *testing.T) {
 		sweep := func() app.RetentionReport {
 			t.Helper()
 			apptest.CatchUp(t, a)
-			rep, err := a.RetentionSweep(ctx)
+			rep, err := a.RetentionSweep(ctx, app.RetentionOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -107,6 +108,19 @@ func TestRetentionPolicyJob(t *testing.T) {
 		}
 		if rep := sweep(); len(rep.Erased)+len(rep.Held) > 0 {
 			t.Fatalf("nothing is due yet, sweep = %+v", rep)
+		}
+
+		// A dry run previews the sweep two days ahead and erases nothing.
+		before := apptest.LogLen(t, a)
+		preview, err := a.RetentionSweep(ctx, app.RetentionOptions{DryRun: true, At: clock.Now().Add(48 * time.Hour)})
+		if err != nil || !slices.Equal(ids(preview.Due), []domain.InquiryID{due}) || !slices.Equal(ids(preview.Held), []domain.InquiryID{held}) || len(preview.Erased) > 0 {
+			t.Fatalf("dry run = %+v %v", preview, err)
+		}
+		if _, err := a.RetentionSweep(ctx, app.RetentionOptions{At: clock.Now()}); !errors.Is(err, domain.ErrValidation) {
+			t.Fatalf("a sweep at another time than now: err = %v", err)
+		}
+		if n := apptest.LogLen(t, a); n != before {
+			t.Fatalf("the dry run appended %d events", n-before)
 		}
 
 		clock.Advance(48 * time.Hour)
@@ -121,7 +135,7 @@ func TestRetentionPolicyJob(t *testing.T) {
 				t.Fatalf("%s erased=%v err=%v, want untouched", id, q.Erased, err)
 			}
 		}
-		before := apptest.LogLen(t, a)
+		before = apptest.LogLen(t, a)
 		if rep := sweep(); len(rep.Erased) > 0 || !slices.Equal(ids(rep.Held), []domain.InquiryID{held}) {
 			t.Fatalf("second sweep = %+v", rep)
 		}

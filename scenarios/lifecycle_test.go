@@ -1,10 +1,15 @@
 package scenarios
 
 import (
+	"crypto/rand"
+	"encoding/base64"
 	"fmt"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/casebook/casebook/adapters/slack/fakeslack"
 	"github.com/casebook/casebook/adapters/slack/lists"
@@ -20,7 +25,10 @@ import (
 // root archived without buttons; a viewer cannot unarchive; after unarchive the row is back; an
 // operator's erasure is refused; the admin's erasure deletes the thread (root and replies) and the
 // row, so the fake Slack holds none of the strings, while the timeline still lists every version
-// with its actor and time.
+// with its actor and time. The server runs with a master key file; a command without it is
+// refused. It runs on to retention: a policy set with casebook retention set gives the next
+// archive its deadline (30 days), a dry run 31 days ahead finds it due, a legal hold makes it held
+// instead, and today's sweep erases nothing.
 func TestSlackArchiveAndErasureScenario(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -47,7 +55,14 @@ func TestSlackArchiveAndErasureScenario(t *testing.T) {
 		Token string `json:"token"`
 	}
 	cli(t, dir, &viewer, "principals", "create", "--tenant", "acme", "--name", "Vic", "--role", "viewer")
-	srv := start(t, dir)
+	// The server runs with a master key file (base64), so every data key is wrapped by it.
+	keyFile := filepath.Join(t.TempDir(), "master.key")
+	key := make([]byte, 32)
+	_, _ = rand.Read(key)
+	if err := os.WriteFile(keyFile, []byte(base64.StdEncoding.EncodeToString(key)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	srv := start(t, dir, "CASEBOOK_MASTER_KEY_FILE="+keyFile)
 	secrets := []string{"Zanzibar Quux", "zanzibar.q5519@example.net", "Subject-Ultramarine-6613", "Message-Vermilion-2290", "Note-Chartreuse-7741"}
 	body := fmt.Sprintf(`{"name":%q,"email":%q,"subject":%q,"message":%q,"category":"billing"}`, secrets[0], secrets[1], secrets[2], secrets[3])
 	if status, _, err := srv.do("POST", "/v1/public/acme/inquiries", "", "form-erase-1", body); err != nil || status != 202 {
@@ -145,6 +160,68 @@ func TestSlackArchiveAndErasureScenario(t *testing.T) {
 		if e["type"] != want[i] || e["actor"] == "" || e["occurred_at"] == "" || strings.Contains(fmt.Sprint(e["data"]), secrets[4]) {
 			t.Fatalf("timeline entry %d = %v", i, e)
 		}
+	}
+
+	policy := filepath.Join(t.TempDir(), "retention.json")
+	if err := os.WriteFile(policy, []byte(`{"classes":{"standard":{"archived_for":"30d"}},"default_class":"standard"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cli(t, dir, &out, "retention", "set", "--tenant", "acme", "--file", policy, "--master-key-file", keyFile)
+	if status, _, err := srv.do("POST", "/v1/public/acme/inquiries", "", "form-retain-1",
+		`{"name":"Ada","email":"ada@example.com","subject":"Keep a while","message":"m","category":"billing"}`); err != nil || status != 202 {
+		t.Fatalf("second intake = %d %v", status, err)
+	}
+	id2 := firstInquiryID(t, srv, op.Token)
+	// The server's master key is the file's: a command without it is refused, never shown the
+	// live inquiry as erased.
+	cmd := exec.Command(binary, "retention", "show", "--tenant", "acme", "--data-dir", dir)
+	cmd.Env = append(os.Environ(), "CASEBOOK_DATA_DIR=", "CASEBOOK_MASTER_KEY_FILE=")
+	if b, err := cmd.CombinedOutput(); err == nil || !strings.Contains(string(b), "not configured") {
+		t.Fatalf("a command without the master key = %v %s", err, b)
+	}
+	path2 := "/v1/inquiries/" + id2
+	_, d2, _ := srv.do("GET", path2+"?consistent=true", op.Token, "", "")
+	archivedAt := time.Now()
+	if status, _, err := srv.doIfMatch("POST", path2+"/archive", op.Token, fmt.Sprint(d2["version"]), `{"reason":"answered"}`); err != nil || status != 200 {
+		t.Fatalf("archive the second = %d %v", status, err)
+	}
+	_, d2, _ = srv.do("GET", path2+"?consistent=true", op.Token, "", "")
+	until, err := time.Parse(time.RFC3339Nano, fmt.Sprint(d2["retain_until"]))
+	if err != nil || until.Before(archivedAt.Add(30*24*time.Hour-time.Minute)) || until.After(time.Now().Add(30*24*time.Hour+time.Minute)) {
+		t.Fatalf("retain_until = %v (%v), want 30 days after the archive", d2["retain_until"], err)
+	}
+	type sweep struct {
+		Erased []struct {
+			InquiryID string `json:"inquiry_id"`
+		} `json:"erased"`
+		Held []struct {
+			InquiryID string `json:"inquiry_id"`
+		} `json:"held"`
+		Due []struct {
+			InquiryID string `json:"inquiry_id"`
+		} `json:"due"`
+	}
+	later := time.Now().Add(31 * 24 * time.Hour).UTC().Format(time.RFC3339)
+	var preview sweep
+	cli(t, dir, &preview, "retention", "sweep", "--dry-run", "--at", later, "--master-key-file", keyFile)
+	if len(preview.Due) != 1 || preview.Due[0].InquiryID != id2 || len(preview.Erased) != 0 {
+		t.Fatalf("preview in 31 days = %+v, want %s due", preview, id2)
+	}
+	if status, _, err := srv.do("POST", path2+"/hold", op.AdminToken, "", `{"reason":"dispute"}`); err != nil || status != 200 {
+		t.Fatalf("hold = %d %v", status, err)
+	}
+	preview = sweep{}
+	cli(t, dir, &preview, "retention", "sweep", "--dry-run", "--at", later, "--master-key-file", keyFile)
+	if len(preview.Due) != 0 || len(preview.Held) != 1 || preview.Held[0].InquiryID != id2 {
+		t.Fatalf("preview under hold = %+v, want %s held", preview, id2)
+	}
+	var now sweep
+	cli(t, dir, &now, "retention", "sweep", "--master-key-file", keyFile)
+	if len(now.Erased) != 0 {
+		t.Fatalf("a sweep today erased %+v", now.Erased)
+	}
+	if _, d2, _ = srv.do("GET", path2+"?consistent=true", op.Token, "", ""); d2["erased"] != false || d2["subject"] != "Keep a while" {
+		t.Fatalf("the archived inquiry after today's sweep = %v", d2)
 	}
 }
 

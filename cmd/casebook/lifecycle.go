@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"time"
 
 	"github.com/casebook/casebook/app"
 	"github.com/casebook/casebook/commands"
@@ -36,7 +37,8 @@ func eraseCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 const retentionUsage = `usage:
   casebook retention set --tenant S --file policy.json   replace the tenant's retention policy (validated strictly)
   casebook retention show --tenant S                     print the tenant's retention policy
-  casebook retention sweep                               run the retention policy job once (every tenant) and print its report`
+  casebook retention sweep [--dry-run [--at T]]          run the retention policy job once (every tenant) and print its report;
+                                                         --dry-run erases nothing, --at previews what would be due at T`
 
 // retentionCmd is `casebook retention set|show|sweep`.
 func retentionCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -45,15 +47,25 @@ func retentionCmd(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	}
 	fs, sf := newFlags("retention "+args[0], stderr)
 	if args[0] == "sweep" {
+		dry := fs.Bool("dry-run", false, "erase nothing; report what is due")
+		at := fs.String("at", "", "with --dry-run: report what would be due at this RFC 3339 time (preview a policy)")
 		if err := parseFlags(fs, args[1:]); err != nil {
 			return err
+		}
+		opts := app.RetentionOptions{DryRun: *dry}
+		if *at != "" {
+			t, err := time.Parse(time.RFC3339, *at)
+			if err != nil {
+				return fmt.Errorf("retention sweep: --at: %w", err)
+			}
+			opts.At = t
 		}
 		a, err := sf.open(ctx, logger(stderr))
 		if err != nil {
 			return err
 		}
 		defer a.Close()
-		rep, err := sweepOnce(ctx, a)
+		rep, err := sweepOnce(ctx, a, opts)
 		if err != nil {
 			return err
 		}
@@ -98,11 +110,11 @@ func retentionCmd(ctx context.Context, args []string, stdout, stderr io.Writer) 
 }
 
 // sweepOnce brings the privacy index up to the log's head, then sweeps once.
-func sweepOnce(ctx context.Context, a *app.App) (app.RetentionReport, error) {
+func sweepOnce(ctx context.Context, a *app.App, opts app.RetentionOptions) (app.RetentionReport, error) {
 	if err := a.CatchUpPrivacy(ctx); err != nil {
 		return app.RetentionReport{}, err
 	}
-	return a.RetentionSweep(ctx)
+	return a.RetentionSweep(ctx, opts)
 }
 
 // exportCmd is `casebook export --tenant S --email E [--out FILE]`: what Casebook holds about the

@@ -92,8 +92,8 @@ commands:
   erase --tenant S --inquiry ID              crypto-shred an inquiry's personal data (refused under legal hold)
   keys rotate|seal-legacy                    wrap data keys under a new master key; seal events written before sealing
   export --tenant S --email E [--out FILE]   what Casebook holds about a requester, as JSON (audited)
-  retention set|show|sweep [--tenant S] [--file policy.json]
-                                             a tenant's retention policy; run the retention job once
+  retention set|show|sweep [--tenant S] [--file policy.json] [--dry-run [--at T]]
+                                             a tenant's retention policy; run (or preview) the retention job once
   dev fake-slack [--addr A] [--non-marketplace]
                                              serve the fake Slack Web API for local demos
   version                                    print the version, commit and Go version
