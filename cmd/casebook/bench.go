@@ -482,6 +482,9 @@ func measureCommands(ctx context.Context, a *app.App, client *http.Client, base,
 			u += "&cursor=" + cursor
 		}
 		b, err := call(client, http.MethodGet, u, token, nil, "", http.StatusOK)
+		for start := time.Now(); lagging(err) && time.Since(start) < time.Minute; {
+			b, err = call(client, http.MethodGet, u, token, nil, "", http.StatusOK) // 503: not caught up yet
+		}
 		if err != nil {
 			return result{}, err
 		}
