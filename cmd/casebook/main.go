@@ -251,6 +251,11 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	if err != nil || ttlDefault <= 0 {
 		return fmt.Errorf("CASEBOOK_DUE_CLAIM_TTL: want a positive duration such as 1m, got %q", os.Getenv("CASEBOOK_DUE_CLAIM_TTL"))
 	}
+	retDefault, err := time.ParseDuration(envOr("CASEBOOK_RETENTION_TICK", "5m"))
+	if err != nil || retDefault <= 0 {
+		return fmt.Errorf("CASEBOOK_RETENTION_TICK: want a positive duration such as 5m, got %q", os.Getenv("CASEBOOK_RETENTION_TICK"))
+	}
+	retentionTick := fs.Duration("retention-tick", retDefault, "how often the retention policy job sweeps (CASEBOOK_RETENTION_TICK)")
 	dueClaimTTL := fs.Duration("due-claim-ttl", ttlDefault, "how long a claim on a due job holds before another ticker may take it over (CASEBOOK_DUE_CLAIM_TTL)")
 	public := publicFlags(fs)
 	signInLimit := consoleFlags(fs)
@@ -260,8 +265,8 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if *dueTick <= 0 || *dueClaimTTL <= 0 {
-		return errors.New("serve: --due-tick and --due-claim-ttl must be positive")
+	if *dueTick <= 0 || *dueClaimTTL <= 0 || *retentionTick <= 0 {
+		return errors.New("serve: --due-tick, --due-claim-ttl and --retention-tick must be positive")
 	}
 	if sf.public, err = public(); err != nil {
 		return err
@@ -274,7 +279,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	cfg.RebuildStale = *rebuildStale
 	cfg.MetricsAddr = *metricsAddr
 	cfg.SlackOAuth = *oauth
-	cfg.DueTick, cfg.DueClaimTTL = *dueTick, *dueClaimTTL
+	cfg.DueTick, cfg.DueClaimTTL, cfg.RetentionTick = *dueTick, *dueClaimTTL, *retentionTick
 	if cfg.ConsoleSignInRate, err = signInLimit(); err != nil {
 		return err
 	}
