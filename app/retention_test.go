@@ -1,6 +1,7 @@
 package app_test
 
 import (
+	"context"
 	"errors"
 	"log/slog"
 	"slices"
@@ -14,6 +15,7 @@ import (
 	"github.com/casebook/casebook/domain"
 	"github.com/casebook/casebook/eventstore"
 	"github.com/casebook/casebook/eventstore/sealed"
+	"github.com/casebook/casebook/projections"
 )
 
 func ids(items []app.RetentionItem) []domain.InquiryID {
@@ -187,3 +189,54 @@ func assertRetentionErased(t *testing.T, a *app.App, ten domain.TenantID, id dom
 }
 
 func jsonHas(b []byte, s string) bool { return strings.Contains(string(b), s) }
+
+// noShred is a Shredder that destroys nothing: an erasure through it is one that crashed between
+// its tombstone and the key's destruction.
+type noShred struct{}
+
+func (noShred) Destroy(context.Context, domain.TenantID, domain.InquiryID) error { return nil }
+
+// TestRetentionSweepCompletesInterruptedErasure: an erasure whose tombstone is recorded but whose
+// data key survived (a crash between the two steps) has its key destroyed by the next sweep, on
+// each backend; and a sweep while another replica holds the sweep's lease does nothing
+// (not_leader).
+func TestRetentionSweepCompletesInterruptedErasure(t *testing.T) {
+	t.Parallel()
+	apptest.EachBackend(t, func(t *testing.T, cfg app.Config) {
+		clock := apptest.NewClock(time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC))
+		cfg.Now, cfg.DueTick, cfg.RetentionTick, cfg.Logger = clock.Now, -1, -1, slog.New(slog.DiscardHandler)
+		a := apptest.Open(t, cfg)
+		ctx := t.Context()
+		ten, admin, _ := apptest.TenantWithOperator(t, a, "acme")
+		id := apptest.Intake(t, a, ten, "k1")
+		crashing := *a.Commands
+		crashing.Keys = noShred{}
+		if _, err := crashing.Erase(ctx, commands.Erase{Target: commands.Target{Tenant: ten, InquiryID: id, Actor: admin}}); err != nil {
+			t.Fatal(err)
+		}
+		if dk, err := a.Keys.Get(ctx, ten, id); dk == nil || err != nil {
+			t.Fatalf("the key should have survived the interrupted erasure: %v %v", dk, err)
+		}
+		apptest.CatchUp(t, a)
+
+		other := projections.NewLease(a.DB, "job:retention", "another-replica", time.Hour, clock.Now)
+		if ok, err := other.Acquire(ctx); !ok || err != nil {
+			t.Fatalf("acquire = %v %v", ok, err)
+		}
+		if rep, err := a.RetentionSweep(ctx, app.RetentionOptions{}); err != nil || !rep.NotLeader || rep.KeysDestroyed != 0 {
+			t.Fatalf("sweep beside another leader = %+v %v", rep, err)
+		}
+		other.Release(ctx)
+
+		rep, err := a.RetentionSweep(ctx, app.RetentionOptions{})
+		if err != nil || rep.KeysDestroyed != 1 {
+			t.Fatalf("sweep = %+v %v", rep, err)
+		}
+		if _, err := a.Keys.Get(ctx, ten, id); !errors.Is(err, sealed.ErrErased) {
+			t.Fatalf("key after the sweep: %v", err)
+		}
+		if rep, err := a.RetentionSweep(ctx, app.RetentionOptions{}); err != nil || rep.KeysDestroyed != 0 {
+			t.Fatalf("second sweep = %+v %v", rep, err)
+		}
+	})
+}

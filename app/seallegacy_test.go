@@ -2,6 +2,7 @@ package app_test
 
 import (
 	"bytes"
+	"errors"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -13,8 +14,11 @@ import (
 	"github.com/casebook/casebook/commands"
 	"github.com/casebook/casebook/domain"
 	"github.com/casebook/casebook/eventstore"
+	"github.com/casebook/casebook/eventstore/kurrent/kurrenttest"
 	"github.com/casebook/casebook/eventstore/postgres"
+	"github.com/casebook/casebook/eventstore/sealed"
 	"github.com/casebook/casebook/eventstore/sqlite"
+	"github.com/casebook/casebook/internal/pgtest"
 	"github.com/casebook/casebook/internal/sqldb"
 )
 
@@ -117,4 +121,16 @@ func TestSealLegacyThenErase(t *testing.T) {
 			t.Fatalf("data directory = %v", entries)
 		}
 	})
+}
+
+// TestSealLegacyRefusedOnKurrentDB: KurrentDB's events are immutable; the migration says so
+// (sealed.ErrImmutable) and changes nothing.
+func TestSealLegacyRefusedOnKurrentDB(t *testing.T) {
+	t.Parallel()
+	url := pgtest.URL(t)
+	conn, _ := kurrenttest.Start(t)
+	a := apptest.Open(t, app.Config{DatabaseURL: url, EventStoreURL: conn, Logger: slog.New(slog.DiscardHandler), DueTick: -1, RetentionTick: -1})
+	if _, err := a.SealLegacy(t.Context(), ""); !errors.Is(err, sealed.ErrImmutable) {
+		t.Fatalf("seal-legacy on KurrentDB: err = %v, want ErrImmutable", err)
+	}
 }

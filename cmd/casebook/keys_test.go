@@ -100,4 +100,12 @@ func TestMasterKeyFilesAndRotate(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "Message-Rotor-8812") {
 		t.Fatalf("export under B = %d %s %s", code, out, errOut)
 	}
+	// Nothing was written before sealing here: the migration scans and rewrites nothing.
+	code, out, errOut = runCLI(t, "keys", "seal-legacy", "--data-dir", dir, "--master-key-file", fileB)
+	if code != 0 || !strings.Contains(out, `"sealed": 0`) || strings.Contains(out, `"scanned": 0`) {
+		t.Fatalf("seal-legacy = %d %s %s", code, out, errOut)
+	}
+	if code, _, errOut := runCLI(t, "keys", "seal-legacy", "--data-dir", dir, "--master-key-file", fileB, "--from", "nope"); code == 0 || !strings.Contains(errOut, "position") {
+		t.Fatalf("seal-legacy --from nope = %d %s", code, errOut)
+	}
 }
