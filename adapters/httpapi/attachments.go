@@ -98,7 +98,7 @@ func (s *Server) mayAttach(ctx context.Context, p domain.Principal, id domain.In
 
 // readFiles reads every file part within the limits, sniffing and naming each; at least one.
 func (s *Server) readFiles(w http.ResponseWriter, r *http.Request, lim commands.AttachmentLimits) ([]commands.NewFile, error) {
-	files, err := s.readParts(w, r, lim, nil)
+	files, err := s.readParts(w, r, lim, nil, 0)
 	if err == nil && len(files) == 0 {
 		return nil, domain.Invalid("file", "is required")
 	}
@@ -113,13 +113,13 @@ func isMultipart(r *http.Request) bool {
 
 // readParts reads a multipart/form-data body: file parts named "file" within the limits (sniffed
 // and named; none is fine), and each part whose name is a key of fields, once, into fields[name]
-// (at most maxFieldBytes; a part of another name, or one given twice, is 400). Every file is
-// checked as it is read, so any refusal comes before the caller stores anything.
-func (s *Server) readParts(w http.ResponseWriter, r *http.Request, lim commands.AttachmentLimits, fields map[string]*[]byte) ([]commands.NewFile, error) {
+// (at most fieldLimit bytes, else 413; a part of another name, or one given twice, is 400). Every
+// file is checked as it is read, so any refusal comes before the caller stores anything.
+func (s *Server) readParts(w http.ResponseWriter, r *http.Request, lim commands.AttachmentLimits, fields map[string]*[]byte, fieldLimit int64) ([]commands.NewFile, error) {
 	if !isMultipart(r) {
 		return nil, &apiError{http.StatusUnsupportedMediaType, "unsupported_media_type", "body must be multipart/form-data"}
 	}
-	r.Body = http.MaxBytesReader(w, r.Body, lim.MaxFileBytes*int64(lim.MaxFiles)+1<<20)
+	r.Body = http.MaxBytesReader(w, r.Body, lim.MaxFileBytes*int64(lim.MaxFiles)+fieldLimit+1<<20)
 	mr, err := r.MultipartReader()
 	if err != nil {
 		return nil, badRequest("malformed multipart body")
@@ -138,13 +138,13 @@ func (s *Server) readParts(w http.ResponseWriter, r *http.Request, lim commands.
 		if err != nil {
 			return nil, badRequest("malformed multipart body")
 		}
-		if dst, ok := fields[part.FormName()]; ok && part.FileName() == "" {
+		if dst, ok := fields[part.FormName()]; ok {
 			if *dst != nil {
 				return nil, badRequest("part " + strconv.Quote(part.FormName()) + " given more than once")
 			}
-			b, err := io.ReadAll(io.LimitReader(part, maxFieldBytes+1))
-			if errors.As(err, &mbe) || len(b) > maxFieldBytes {
-				return nil, &apiError{http.StatusRequestEntityTooLarge, "body_too_large", "part " + strconv.Quote(part.FormName()) + " exceeds " + strconv.Itoa(maxFieldBytes) + " bytes"}
+			b, err := io.ReadAll(io.LimitReader(part, fieldLimit+1))
+			if errors.As(err, &mbe) || int64(len(b)) > fieldLimit {
+				return nil, &apiError{http.StatusRequestEntityTooLarge, "body_too_large", "part " + strconv.Quote(part.FormName()) + " exceeds " + strconv.FormatInt(fieldLimit, 10) + " bytes"}
 			}
 			if err != nil {
 				return nil, badRequest("malformed multipart body")
@@ -180,9 +180,6 @@ func (s *Server) readParts(w http.ResponseWriter, r *http.Request, lim commands.
 	}
 	return files, nil
 }
-
-// maxFieldBytes bounds a multipart part that is not a file (the intake's JSON).
-const maxFieldBytes = 64 << 10
 
 func partNames(fields map[string]*[]byte) string {
 	var names []string

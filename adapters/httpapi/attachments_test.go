@@ -14,6 +14,7 @@ import (
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 
+	"github.com/casebook/casebook/adapters/httpapi"
 	"github.com/casebook/casebook/app"
 	"github.com/casebook/casebook/commands"
 )
@@ -275,7 +276,8 @@ func (tb *testBundle) portalMultipart(t *testing.T, token, key, inquiry string, 
 
 // TestPortalIntakeWithAttachments: a portal intake as multipart/form-data carries its files. Every
 // refusal (a file over the limit 413, a sniffed type outside the allow-list 415, too many files or
-// an empty one 422, the tenant's quota 413, an invalid intake 422, a malformed body 400) comes
+// an empty one 422, the tenant's quota 413, an invalid intake 422, an inquiry part over the body
+// limit 413, a malformed body 400) comes
 // before anything is appended: no inquiry, no file, and the key still free, so the same key then
 // succeeds. The key covers the files: the same body again is the first answer with the same
 // attachments and nothing stored twice; other files, or none, under that key are 422.
@@ -305,6 +307,7 @@ func TestPortalIntakeWithAttachments(t *testing.T) {
 		{"an invalid intake", invalid, []upload{{"a.txt", text(10)}}, http.StatusUnprocessableEntity},
 		{"no inquiry part", "", []upload{{"a.txt", text(10)}}, http.StatusBadRequest},
 		{"an unknown field", `{"subject":"x","secret":1}`, []upload{{"a.txt", text(10)}}, http.StatusBadRequest},
+		{"an inquiry part over the body limit", strings.Replace(portalBody, "Invoice 42 charges me twice.", text(int(httpapi.MaxPublicBody)), 1), []upload{{"a.txt", text(10)}}, http.StatusRequestEntityTooLarge},
 	}
 	for _, c := range refusals {
 		if r := tb.portalMultipart(t, integ, "m-1", c.inquiry, c.files...); r.status != c.status {

@@ -141,15 +141,12 @@ func (s *Server) readPortalMultipart(w http.ResponseWriter, r *http.Request, p d
 	}
 	lim := s.AttachmentLimits.WithDefaults()
 	var raw []byte
-	files, err := s.readParts(w, r, lim, map[string]*[]byte{"inquiry": &raw})
+	files, err := s.readParts(w, r, lim, map[string]*[]byte{"inquiry": &raw}, s.public.cfg.MaxBody)
 	if err != nil {
 		return in, nil, err
 	}
 	if raw == nil {
 		return in, nil, badRequest("a multipart intake needs a part named \"inquiry\" holding the inquiry's JSON")
-	}
-	if int64(len(raw)) > s.public.cfg.MaxBody {
-		return in, nil, &apiError{http.StatusRequestEntityTooLarge, "body_too_large", "the inquiry part exceeds " + strconv.FormatInt(s.public.cfg.MaxBody, 10) + " bytes"}
 	}
 	if err := decodeBytes(raw, &in); err != nil {
 		return in, nil, err
