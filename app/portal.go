@@ -34,7 +34,18 @@ func (p portalAPI) View(ctx context.Context, submitter domain.Principal, id doma
 	if err != nil {
 		return commands.RequesterView{}, err
 	}
-	return p.a.Commands.RequesterView(ctx, submitter, id, commands.RequesterFields{Priority: set.ShowPriority, Team: set.ShowTeam})
+	v, err := p.a.Commands.RequesterView(ctx, submitter, id, commands.RequesterFields{Priority: set.ShowPriority, Team: set.ShowTeam})
+	if err != nil || p.a.Attachments == nil {
+		return v, err
+	}
+	sent, err := p.a.Attachments.ListAddedBy(ctx, submitter.TenantID, id, submitter.ID)
+	if err != nil {
+		return commands.RequesterView{}, err
+	}
+	for _, at := range sent {
+		v.Attachments = append(v.Attachments, commands.RequesterAttachment{Name: at.Name, ContentType: at.ContentType, Size: at.Size, CreatedAt: at.CreatedAt})
+	}
+	return v, nil
 }
 
 func (p portalAPI) WaitFor(ctx context.Context, pos eventstore.Position) error {

@@ -288,8 +288,21 @@ func (a *Attachments) add(ctx context.Context, tenant domain.TenantID, inquiry d
 
 // List describes an inquiry's attachments, oldest first.
 func (a *Attachments) List(ctx context.Context, tenant domain.TenantID, inquiry domain.InquiryID) ([]Attachment, error) {
+	return a.list(ctx, tenant, inquiry, "")
+}
+
+// ListAddedBy describes the attachments of an inquiry that actor added, oldest first (what a
+// portal's requester sent).
+func (a *Attachments) ListAddedBy(ctx context.Context, tenant domain.TenantID, inquiry domain.InquiryID, actor domain.PrincipalID) ([]Attachment, error) {
+	if actor == "" {
+		return []Attachment{}, nil
+	}
+	return a.list(ctx, tenant, inquiry, actor)
+}
+
+func (a *Attachments) list(ctx context.Context, tenant domain.TenantID, inquiry domain.InquiryID, by domain.PrincipalID) ([]Attachment, error) {
 	rows, err := a.db.QueryContext(ctx, a.db.Rebind(`SELECT id, name, name_sealed, sealed, content_type, size, sha256, created_at FROM inquiry_attachments
-		WHERE tenant_id = ? AND inquiry_id = ? ORDER BY created_at, id`), tenant, inquiry)
+		WHERE tenant_id = ? AND inquiry_id = ? AND (? = '' OR added_by = ?) ORDER BY created_at, id`), tenant, inquiry, by, by)
 	if err != nil {
 		return nil, err
 	}

@@ -12,7 +12,8 @@ import (
 
 // RequesterView is what the requester of an inquiry may see through the portal that submitted it:
 // the receipt, the coarse status (open or closed: the exact status is internal), when it was
-// created and when that status last changed, and what the requester sent. Nothing internal: no
+// created and when that status last changed, and what the requester sent (messages, and files
+// listed by the caller from the attachment store). Nothing internal: no
 // notes, owner, SLA or Slack state; priority and team only where the tenant shows them
 // (RequesterFields, set by `casebook tenants set-portal`), and then only once set.
 type RequesterView struct {
@@ -26,6 +27,17 @@ type RequesterView struct {
 	Messages   []RequesterMessage `json:"messages"`
 	Priority   string             `json:"priority,omitempty"`
 	Team       string             `json:"team,omitempty"`
+	// Attachments are the files the requester's portal sent (never an operator's), described
+	// without an id: the portal reads offer no download.
+	Attachments []RequesterAttachment `json:"attachments,omitempty"`
+}
+
+// RequesterAttachment describes a file the requester sent.
+type RequesterAttachment struct {
+	Name        string    `json:"name"`
+	ContentType string    `json:"content_type"`
+	Size        int64     `json:"size"`
+	CreatedAt   time.Time `json:"created_at"`
 }
 
 // RequesterFields are the internal fields a tenant lets requesters see (none by default).

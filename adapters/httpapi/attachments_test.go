@@ -280,7 +280,8 @@ func (tb *testBundle) portalMultipart(t *testing.T, token, key, inquiry string, 
 // limit 413, a malformed body 400) comes
 // before anything is appended: no inquiry, no file, and the key still free, so the same key then
 // succeeds. The key covers the files: the same body again is the first answer with the same
-// attachments and nothing stored twice; other files, or none, under that key are 422.
+// attachments and nothing stored twice; other files, or none, under that key are 422. The
+// requester's view lists the files the portal sent, never an operator's.
 func TestPortalIntakeWithAttachments(t *testing.T) {
 	t.Parallel()
 	tb := setupWith(t, func(c *app.Config) {
@@ -363,8 +364,26 @@ func TestPortalIntakeWithAttachments(t *testing.T) {
 	if res.StatusCode != 200 || string(data) != files[0].content {
 		t.Fatalf("download = %d %q", res.StatusCode, data)
 	}
-	// A JSON intake answers as before, without an attachments member.
-	if r := tb.portalSubmit(t, integ, "j-1", portalBody); r.status != http.StatusCreated || r.body["attachments"] != nil {
-		t.Fatalf("JSON intake = %d %s", r.status, r.raw)
+	// The requester's view lists the files the portal sent, without ids.
+	view := tb.do(t, "GET", "/v1/portal/inquiries/"+first.body["receipt"].(string), integ, nil, "")
+	sent, _ := view.body["attachments"].([]any)
+	if view.status != 200 || len(sent) != 2 || sent[0].(map[string]any)["name"] != "receipt.txt" || sent[0].(map[string]any)["id"] != nil {
+		t.Fatalf("requester view = %d %s", view.status, view.raw)
+	}
+	// A JSON intake answers as before, without an attachments member; its view lists what the
+	// portal attached later, never what an operator attached.
+	j := tb.portalSubmit(t, integ, "j-1", portalBody)
+	if j.status != http.StatusCreated || j.body["attachments"] != nil {
+		t.Fatalf("JSON intake = %d %s", j.status, j.raw)
+	}
+	if r := tb.attach(t, tb.op, j.body["id"].(string), upload{"internal-memo.txt", "memo"}); r.status != http.StatusCreated {
+		t.Fatal(r.raw)
+	}
+	if r := tb.attach(t, integ, j.body["id"].(string), upload{"later.txt", "later"}); r.status != http.StatusCreated {
+		t.Fatal(r.raw)
+	}
+	view = tb.do(t, "GET", "/v1/portal/inquiries/"+j.body["receipt"].(string), integ, nil, "")
+	if sent, _ := view.body["attachments"].([]any); len(sent) != 1 || sent[0].(map[string]any)["name"] != "later.txt" || strings.Contains(view.raw, "internal-memo") {
+		t.Fatalf("requester view after an operator's attachment = %s", view.raw)
 	}
 }

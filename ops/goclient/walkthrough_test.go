@@ -196,6 +196,11 @@ func TestGeneratedClientWalkthrough(t *testing.T) {
 		t.Fatalf("download = %q %v", b, err)
 	}
 
+	sres, err := portal.GetPortalInquiriesByReceipt(ctx, casebookapi.GetPortalInquiriesByReceiptParams{Receipt: withFile.Receipt})
+	if sent := want[*casebookapi.RequesterView](t, "portal read with an attachment", sres, err); len(sent.Attachments) != 1 || sent.Attachments[0].Name != "notes.txt" {
+		t.Fatalf("portal view = %+v", sent)
+	}
+
 	other, err := portal.GetPortalInquiriesByReceipt(ctx, casebookapi.GetPortalInquiriesByReceiptParams{Receipt: acc.Receipt.Value})
 	want[*casebookapi.GetPortalInquiriesByReceiptNotFound](t, "portal reading the public form's inquiry", other, err)
 	forbidden, err := portal.GetInquiries(ctx, casebookapi.GetInquiriesParams{})
