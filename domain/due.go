@@ -266,6 +266,9 @@ func (q *Inquiry) AddWatcher(actor, watcher Principal) ([]Event, error) {
 	if watcher.TenantID != q.TenantID || watcher.ID == "" {
 		return nil, Invalid("principal", "is not a principal of this tenant")
 	}
+	if watcher.Disabled {
+		return nil, Invalid("principal", "is disabled")
+	}
 	if Authorize(watcher, ActRead) != nil {
 		return nil, Invalid("principal", "an integration cannot watch inquiries")
 	}

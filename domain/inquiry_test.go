@@ -301,3 +301,27 @@ func TestEventTypesDecode(t *testing.T) {
 		t.Fatal("an unknown type decoded")
 	}
 }
+
+// TestDisabledPrincipal: a disabled principal is allowed nothing, whatever its role
+// (ErrPrincipalDisabled, a kind of ErrForbidden), and cannot be made an owner or a watcher.
+func TestDisabledPrincipal(t *testing.T) {
+	t.Parallel()
+	q := at(t, domain.StatusNew)
+	admin := domain.Principal{ID: "a", TenantID: "t1", Role: domain.RoleAdmin}
+	gone := domain.Principal{ID: "a2", TenantID: "t1", Role: domain.RoleAdmin, Disabled: true}
+	for _, act := range []domain.Action{domain.ActRead, domain.ActClaim, domain.ActAdminister, domain.ActSubmit} {
+		if err := domain.Authorize(gone, act); !errors.Is(err, domain.ErrPrincipalDisabled) || !errors.Is(err, domain.ErrForbidden) {
+			t.Errorf("disabled admin %s: %v", act, err)
+		}
+	}
+	if _, err := q.Claim(gone); !errors.Is(err, domain.ErrPrincipalDisabled) {
+		t.Errorf("disabled claim: %v", err)
+	}
+	var ve *domain.ValidationError
+	if _, err := q.Assign(admin, gone); !errors.As(err, &ve) || ve.Reason != "is disabled" {
+		t.Errorf("assign to a disabled principal: %v", err)
+	}
+	if _, err := q.AddWatcher(admin, gone); !errors.As(err, &ve) || ve.Reason != "is disabled" {
+		t.Errorf("a disabled watcher: %v", err)
+	}
+}
