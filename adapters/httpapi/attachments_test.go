@@ -361,7 +361,7 @@ func TestPortalIntakeWithAttachments(t *testing.T) {
 	}
 	data, _ := io.ReadAll(res.Body)
 	_ = res.Body.Close()
-	if res.StatusCode != 200 || string(data) != files[0].content {
+	if res.StatusCode != http.StatusOK || string(data) != files[0].content {
 		t.Fatalf("download = %d %q", res.StatusCode, data)
 	}
 	// The requester's view lists the files the portal sent, without ids.

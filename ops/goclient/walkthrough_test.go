@@ -154,7 +154,7 @@ func TestGeneratedClientWalkthrough(t *testing.T) {
 	for _, e := range tl.Items {
 		types = append(types, e.Type)
 	}
-	if len(types) < 5 || types[0] != "InquiryReceived" || tl.Items[len(tl.Items)-1].Version != int(resolved.Response.Version.Value) {
+	if len(types) < 5 || types[0] != "InquiryReceived" || tl.Items[len(tl.Items)-1].Version != resolved.Response.Version.Value {
 		t.Fatalf("timeline = %v", types)
 	}
 
