@@ -562,6 +562,10 @@ func (h *Handler) explain(ctx context.Context, tenant domain.TenantID, id domain
 	switch {
 	case errors.As(err, &claimed):
 		return "Already claimed by " + h.name(ctx, tenant, claimed.Owner) + "."
+	case errors.Is(err, domain.ErrErased):
+		return "This inquiry was erased; nothing was done."
+	case errors.Is(err, domain.ErrArchived):
+		return "This inquiry is archived; nothing was done. Unarchive it in Casebook to work on it."
 	case errors.Is(err, domain.ErrConcurrency), errors.Is(err, domain.ErrInvalidTransition):
 		return "This inquiry was changed" + h.current(ctx, tenant, id) + " — refresh and try again."
 	case errors.Is(err, domain.ErrUnauthenticated):

@@ -367,3 +367,41 @@ func TestStaleClickNamesWhoChangedIt(t *testing.T) {
 		t.Fatalf("requester data in %q", r)
 	}
 }
+
+// TestStaleButtonOnArchivedInquiryRefused: a click on a button of a root posted before the inquiry
+// was archived (a stale message the archive has not re-rendered yet, or a copy) runs no write:
+// the answer says the inquiry is archived, nothing is appended, and the refusal is audited.
+func TestStaleButtonOnArchivedInquiryRefused(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	id, ts := b.posted(t, "k1")
+	if _, err := b.app.Commands.Archive(t.Context(), commands.Archive{Target: commands.Target{Tenant: b.tenant, InquiryID: id, Actor: b.olga},
+		Reason: "answered"}); err != nil {
+		t.Fatal(err)
+	}
+	before := b.inquiry(t, id).Version
+	for i, action := range []string{callbacks.ActionClaim, callbacks.ActionResolve} {
+		if rec := b.interact(t, click(team, "U0OLGA0001", ts, action, fmt.Sprintf("1793523600.00000%d", i+1), b.respURL)); rec.Code != 200 {
+			t.Fatalf("%s = %d", action, rec.Code)
+		}
+		if r := b.reply(t); !strings.Contains(r, "archived") {
+			t.Fatalf("%s reply = %q, want it to say the inquiry is archived", action, r)
+		}
+	}
+	if q := b.inquiry(t, id); q.Version != before || q.Owner != "" || !q.Archived {
+		t.Fatalf("after the stale clicks: version %d (was %d) owner %q archived %v", q.Version, before, q.Owner, q.Archived)
+	}
+	entries, err := b.app.Audit.Entries(t.Context(), b.tenant, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused := 0
+	for _, e := range entries {
+		if e.Outcome == commands.OutcomeRefused && e.Code == "archived" && e.Actor == b.olga.ID {
+			refused++
+		}
+	}
+	if refused != 2 {
+		t.Fatalf("audit = %+v, want both clicks refused as archived", entries)
+	}
+}
