@@ -762,6 +762,11 @@ func TestDisabledPrincipalSignedOut(t *testing.T) {
 	if p := tb.client(t).do("POST", "/console/signin", url.Values{"token": {tb.op}}, nil); p.status == http.StatusSeeOther {
 		t.Fatalf("a disabled principal signed in: %d %q", p.status, p.header.Get("Location"))
 	}
+	admin := tb.client(t)
+	admin.signIn(tb.admin)
+	if p := admin.get("/console/admin"); p.status != http.StatusOK || !strings.Contains(p.body, "operator (disabled)") {
+		t.Fatalf("the admin page does not show the principal disabled: %d", p.status)
+	}
 	if _, _, err := tb.app.Tenancy.ChangePrincipal(t.Context(), tenancy.PrincipalChange{Slug: "acme", ID: tb.opP.ID, Disable: &no}); err != nil {
 		t.Fatal(err)
 	}

@@ -165,6 +165,9 @@ func (c *Console) people(ctx context.Context, tenant domain.TenantID) (map[domai
 	var opts []personOption
 	var teams []string
 	for _, p := range ps {
+		if p.Disabled {
+			p.Name += " (disabled)" // still named where it owns or watches; refused as a new owner
+		}
 		names[p.ID] = p.Name
 		opts = append(opts, personOption{ID: p.ID, Name: p.Name})
 		if p.Team != "" && !slices.Contains(teams, p.Team) {
