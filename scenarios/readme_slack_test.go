@@ -117,7 +117,10 @@ func TestReadmeConnectSlack(t *testing.T) {
 		}
 		return d
 	}
-	eventually(t, "the thread in the channel", func() bool { return len(fake.Messages(ch)) == 1 })
+	eventually(t, "the thread in the channel, mapped", func() bool {
+		sl, _ := detail()["slack"].(map[string]any)
+		return sl["state"] == "synced" && len(fake.Messages(ch)) == 1
+	})
 	eventually(t, "the row in the List", rowStatus("new"))
 	rootTS := fake.Messages(ch)[0].TS
 
