@@ -14,6 +14,7 @@ import (
 	"github.com/casebook/casebook/commands"
 	"github.com/casebook/casebook/domain"
 	"github.com/casebook/casebook/eventstore"
+	"github.com/casebook/casebook/eventstore/kurrent"
 	"github.com/casebook/casebook/eventstore/kurrent/kurrenttest"
 	"github.com/casebook/casebook/eventstore/postgres"
 	"github.com/casebook/casebook/eventstore/sealed"
@@ -133,4 +134,51 @@ func TestSealLegacyRefusedOnKurrentDB(t *testing.T) {
 	if _, err := a.SealLegacy(t.Context(), ""); !errors.Is(err, sealed.ErrImmutable) {
 		t.Fatalf("seal-legacy on KurrentDB: err = %v, want ErrImmutable", err)
 	}
+}
+
+// TestErasureOnKurrentDB: with events in KurrentDB (the in-process test server) and keys in
+// Postgres, the personal fields reach the event store only sealed, and after an erasure no
+// Postgres column holds them while the inquiry reads "[erased]".
+func TestErasureOnKurrentDB(t *testing.T) {
+	t.Parallel()
+	url := pgtest.URL(t)
+	conn, _ := kurrenttest.Start(t)
+	a := apptest.Open(t, app.Config{DatabaseURL: url, EventStoreURL: conn, Logger: slog.New(slog.DiscardHandler), DueTick: -1, RetentionTick: -1})
+	ctx := t.Context()
+	ten, admin, op := apptest.TenantWithOperator(t, a, "acme")
+	secrets := []string{"Kurrent Kestrel", "kestrel.k9902@example.org", "Subject-Teal-3390", "Message-Cyan-8841", "Note-Azure-1176"}
+	res, err := a.Commands.Intake(ctx, commands.Intake{Tenant: ten, Source: domain.SourcePublicForm, IdempotencyKey: "k1",
+		Requester: domain.Requester{Name: secrets[0], Email: secrets[1]}, Subject: secrets[2], Message: secrets[3], Category: "billing"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Commands.AddNote(ctx, commands.AddNote{Target: commands.Target{Tenant: ten, InquiryID: res.InquiryID, Actor: op}, Body: secrets[4]}); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := kurrent.Open(ctx, conn, kurrent.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	recs, err := raw.ReadStream(ctx, eventstore.InquiryStream(ten, res.InquiryID), 0, 0)
+	if err != nil || len(recs) != 2 {
+		t.Fatalf("raw events = %d %v", len(recs), err)
+	}
+	for _, r := range recs {
+		for _, s := range secrets {
+			if bytes.Contains(r.Data, []byte(s)) {
+				t.Fatalf("KurrentDB holds %q in clear", s)
+			}
+		}
+	}
+	apptest.CatchUp(t, a)
+	if _, err := a.Commands.Erase(ctx, commands.Erase{Target: commands.Target{Tenant: ten, InquiryID: res.InquiryID, Actor: admin}}); err != nil {
+		t.Fatal(err)
+	}
+	apptest.CatchUp(t, a)
+	q, err := a.Commands.Load(ctx, ten, res.InquiryID)
+	if err != nil || !q.Erased || q.Message != domain.Erased || q.Requester.Email != domain.Erased {
+		t.Fatalf("after erasure = %+v %v", q, err)
+	}
+	assertNoColumnHolds(t, a.DB, secrets, "")
 }
