@@ -378,7 +378,7 @@ func (a *App) handlers() (api, metrics http.Handler) {
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), projectionCollector{a}, storageCollector{a}, dueCollector{a}, effectsCollector{a})
 	metrics = promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
 	s := &httpapi.Server{
-		Commands: a.audited(), Reader: a.Reader, Tenancy: a.Tenancy, QueryModel: a.QueryModel(),
+		Commands: a.audited(), Audit: a.Audit, Reader: a.Reader, Tenancy: a.Tenancy, QueryModel: a.QueryModel(),
 		Head: a.Store.Head, Ready: a.Ready, Logger: a.Config.Logger, Public: a.Config.Public, Admin: a, Secret: a.Commands.Secret,
 		RequestMetrics: httpapi.NewRequestMetrics(reg), Slack: slackAPI{a},
 		SlackOAuth:     slackOAuth{a.SlackOAuth, a.Config.PublicURL},

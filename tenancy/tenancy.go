@@ -189,7 +189,8 @@ func (s *Store) Principal(ctx context.Context, tenant domain.TenantID, id domain
 }
 
 // Authenticate resolves a bearer token to its principal. Unknown, revoked and expired tokens are
-// domain.ErrUnauthenticated; a valid token of a disabled principal is domain.ErrPrincipalDisabled.
+// domain.ErrUnauthenticated; a valid token of a disabled principal is domain.ErrPrincipalDisabled,
+// returned with that principal so the refusal can be audited (it must not be used for anything else).
 func (s *Store) Authenticate(ctx context.Context, token string) (domain.Principal, error) {
 	if !strings.HasPrefix(token, "cb_") {
 		return domain.Principal{}, domain.ErrUnauthenticated
@@ -209,7 +210,7 @@ func (s *Store) Authenticate(ctx context.Context, token string) (domain.Principa
 		return domain.Principal{}, domain.ErrUnauthenticated
 	}
 	if p.Disabled {
-		return domain.Principal{}, domain.ErrPrincipalDisabled
+		return p, domain.ErrPrincipalDisabled // the principal only for the caller's audit of the refusal
 	}
 	return p, nil
 }

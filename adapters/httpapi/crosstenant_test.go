@@ -161,8 +161,8 @@ func TestRoleAndTeamRefusalsOverHTTP(t *testing.T) {
 }
 
 // TestDisabledPrincipalOverHTTP: from the request after an admin disables a principal, its valid
-// token is refused with 403 principal_disabled (reads and writes, nothing appended); enabling it
-// restores the same token.
+// token is refused with 403 principal_disabled (reads and writes, nothing appended, each refusal
+// audited); enabling it restores the same token.
 func TestDisabledPrincipalOverHTTP(t *testing.T) {
 	t.Parallel()
 	tb := setup(t)
@@ -183,6 +183,23 @@ func TestDisabledPrincipalOverHTTP(t *testing.T) {
 	}
 	if after := tb.do(t, "GET", "/v1/inquiries/"+id, tb.admin, nil, ""); before.header.Get("ETag") == "" || after.header.Get("ETag") != before.header.Get("ETag") {
 		t.Fatalf("a refused claim appended: ETag %s → %s", before.header.Get("ETag"), after.header.Get("ETag"))
+	}
+	ten, err := tb.app.Tenancy.TenantBySlug(t.Context(), "acme")
+	if err != nil {
+		t.Fatal(err)
+	}
+	entries, err := tb.app.Audit.Entries(t.Context(), ten.ID, 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused := 0
+	for _, e := range entries {
+		if e.Command == "api_request" && e.Code == "principal_disabled" && string(e.Actor) == tb.opID && e.Outcome == "refused" {
+			refused++
+		}
+	}
+	if refused != 2 {
+		t.Fatalf("audit = %+v, want the two refusals", entries)
 	}
 	if _, _, err := tb.app.Tenancy.ChangePrincipal(t.Context(), tenancy.PrincipalChange{Slug: "acme", ID: domain.PrincipalID(tb.opID), Disable: &no}); err != nil {
 		t.Fatal(err)

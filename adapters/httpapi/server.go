@@ -56,6 +56,9 @@ type Server struct {
 	QueryModel Projection
 	// Head returns the log's head, for reads that ask for consistent=true.
 	Head func(context.Context) (eventstore.Position, error)
+	// Audit records a valid token refused because its principal is disabled (command
+	// "api_request", code principal_disabled); nil records nothing.
+	Audit commands.AuditSink
 	// Ready reports whether required subscribers are caught up; nil means ready.
 	Ready  func() error
 	Logger *slog.Logger
@@ -272,6 +275,13 @@ func (s *Server) authenticateFor(act domain.Action, next http.Handler) http.Hand
 			return
 		}
 		p, err := s.Tenancy.Authenticate(r.Context(), token)
+		if errors.Is(err, domain.ErrPrincipalDisabled) && s.Audit != nil {
+			e := commands.AuditEntry{RequestID: requestID(r.Context()), Tenant: p.TenantID, Actor: p.ID, Command: "api_request",
+				Outcome: commands.OutcomeRefused, Code: commands.ErrorCode(err), At: s.now().UTC()}
+			if aerr := s.Audit.Record(context.WithoutCancel(r.Context()), e); aerr != nil {
+				s.logger().ErrorContext(r.Context(), "audit write failed", "request_id", e.RequestID, "err", aerr)
+			}
+		}
 		if err == nil {
 			err = domain.Authorize(p, act)
 		}
