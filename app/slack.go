@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"net/url"
 	"strings"
 	"time"
 
@@ -84,3 +85,11 @@ func (s slackOAuth) Callback(ctx context.Context, code, state, browserNonce stri
 }
 
 func (s slackOAuth) SecureCookies() bool { return strings.HasPrefix(s.publicURL, "https://") }
+
+// CallbackPath is the redirect URL's path (Casebook may be served under a prefix behind a proxy).
+func (s slackOAuth) CallbackPath() string {
+	if u, err := url.Parse(s.o.Config.RedirectURL); err == nil && strings.HasPrefix(u.Path, "/") {
+		return u.Path
+	}
+	return "/slack/oauth/callback"
+}

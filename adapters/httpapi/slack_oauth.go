@@ -26,6 +26,9 @@ type SlackOAuth interface {
 	Callback(ctx context.Context, code, state, browserNonce string) error
 	// SecureCookies reports whether the browser cookie is Secure (Casebook's public URL is https).
 	SecureCookies() bool
+	// CallbackPath is the path of the redirect URL Slack sends the browser back to: the only path
+	// the browser cookie is sent to.
+	CallbackPath() string
 }
 
 // slackBrowserCookie binds an install to the browser that opened its link (slackinstall.BrowserCookie).
@@ -93,7 +96,7 @@ func (s *Server) slackInstallLink(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, &apiError{http.StatusBadRequest, "install_failed", "the install link is invalid, used or expired; ask for a new one"})
 		return
 	}
-	http.SetCookie(w, &http.Cookie{Name: slackBrowserCookie, Value: nonce, Path: "/slack/oauth/callback", MaxAge: int(time.Hour / time.Second),
+	http.SetCookie(w, &http.Cookie{Name: slackBrowserCookie, Value: nonce, Path: s.SlackOAuth.CallbackPath(), MaxAge: int(time.Hour / time.Second),
 		HttpOnly: true, Secure: s.SlackOAuth.SecureCookies(), SameSite: http.SameSiteLaxMode})
 	http.Redirect(w, r, u, http.StatusSeeOther)
 }
@@ -123,7 +126,7 @@ func (s *Server) slackOAuthCallback(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, &apiError{http.StatusBadRequest, "install_failed", "the install link is invalid or expired, or was opened in another browser; start again"})
 		return
 	}
-	http.SetCookie(w, &http.Cookie{Name: slackBrowserCookie, Value: "", Path: "/slack/oauth/callback", MaxAge: -1,
+	http.SetCookie(w, &http.Cookie{Name: slackBrowserCookie, Value: "", Path: s.SlackOAuth.CallbackPath(), MaxAge: -1,
 		HttpOnly: true, Secure: s.SlackOAuth.SecureCookies(), SameSite: http.SameSiteLaxMode})
 	writeJSON(w, http.StatusOK, map[string]string{"status": "installed"})
 }
