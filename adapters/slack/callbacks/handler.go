@@ -11,6 +11,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -185,11 +186,12 @@ const (
 
 // versionChecked are the elements refused when clicked on a message older than the inquiry: those
 // that change (or open a form to change) its state or owner, as the HTTP API refuses a stale
-// If-Match. "Add note" and "Remind me" add to the inquiry whatever its state and stay usable on
-// an older message. Elements rendered before versions were carried (a bare receipt) are taken as
-// before.
+// If-Match; and the assign and cancel forms, which carry the version of the message they were
+// opened from, so a change made while the form was open is not overwritten. "Add note" and
+// "Remind me" add to the inquiry whatever its state and stay usable on an older message. Elements
+// (and forms) without a version, rendered before versions were carried, are taken as before.
 var versionChecked = map[string]bool{ActionClaim: true, ActionResolve: true, ActionAssignMe: true, ActionStatus: true,
-	ActionAssign: true, ActionCancel: true}
+	ActionAssign: true, ActionCancel: true, ModalAssign: true, ModalCancel: true}
 
 // stale reports whether the inquiry has moved past the version a clicked message was rendered at;
 // if so it queues the message's re-render at the current version. Without Load nothing is stale.
@@ -389,15 +391,12 @@ func (h *Handler) Interactions(w http.ResponseWriter, r *http.Request) {
 		h.answer(w, r, it, "", h.explain(ctx, in.Tenant, "", err))
 		return
 	}
+	if it.Version > 0 && versionChecked[it.ActionID] && h.stale(ctx, reqID, in.Tenant, id, it.Version) {
+		h.refuseAudited(ctx, reqID, "interaction", RefusedStale, in.Tenant, actor.ID, id)
+		h.answer(w, r, it, "", h.explain(ctx, in.Tenant, id, domain.ErrConcurrency))
+		return
+	}
 	if it.Type == "block_actions" {
-		var version uint64
-		var versioned bool
-		it.Value, version, versioned = slackinstall.ParseActionValue(it.Value)
-		if versioned && versionChecked[it.ActionID] && h.stale(ctx, reqID, in.Tenant, id, version) {
-			h.refuseAudited(ctx, reqID, "interaction", RefusedStale, in.Tenant, actor.ID, id)
-			h.answer(w, r, it, "", h.explain(ctx, in.Tenant, id, domain.ErrConcurrency))
-			return
-		}
 		switch it.ActionID {
 		case ActionAssign, ActionNote, ActionCancel, ActionRemind:
 			h.openModal(w, r, in, it)
@@ -692,6 +691,9 @@ func (h *Handler) openModal(w http.ResponseWriter, r *http.Request, in slackinst
 	ctx := context.WithoutCancel(r.Context())
 	if !h.submit(func() {
 		v := Modal(it.ActionID, it.Channel, it.RootTS)
+		if versionChecked[v.CallbackID] && it.Version > 0 {
+			v.PrivateMetadata += " v" + strconv.FormatUint(it.Version, 10)
+		}
 		if it.ActionID == ActionRemind {
 			v = RemindModal(it.Channel, it.RootTS, h.zone(ctx, in.Tenant))
 		}

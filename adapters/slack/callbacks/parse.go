@@ -24,7 +24,8 @@ const (
 )
 
 // Modal callback ids and their input action ids. A modal's private_metadata is
-// "{channel} {root ts}" of the root message it was opened from.
+// "{channel} {root ts}" of the root message it was opened from; the assign and cancel forms add
+// " v{version}", the version that message was rendered at.
 const (
 	ModalAssign  = "casebook_assign_modal"
 	ModalNote    = "casebook_note_modal"
@@ -48,10 +49,14 @@ type Interaction struct {
 	UserID       string
 	// Channel and RootTS name the root message: thread_ts of the clicked message, else its ts;
 	// for a modal they come from private_metadata.
-	Channel     string
-	RootTS      string
-	ActionID    string // block_actions: the first action's id; view_submission: the callback id
-	Value       string // the action's value or selected option
+	Channel  string
+	RootTS   string
+	ActionID string // block_actions: the first action's id; view_submission: the callback id
+	Value    string // the action's value or selected option, without its rendered version
+	// Version is the inquiry version the clicked element was rendered at, or (view_submission)
+	// the version of the message the form was opened from; 0 when it carries none
+	// (slackinstall.ActionValue).
+	Version     uint64
 	ActionTS    string
 	TriggerID   string
 	ResponseURL string
@@ -147,12 +152,20 @@ func ParseInteraction(body []byte) (Interaction, error) {
 			return Interaction{}, ErrMalformed
 		}
 		a := w.Actions[0]
-		in.ActionID, in.Value, in.ActionTS = a.ActionID, a.get(), a.ActionTS
+		in.ActionID, in.ActionTS = a.ActionID, a.ActionTS
+		in.Value, in.Version, _ = slackinstall.ParseActionValue(a.get())
 		in.Channel = first(w.Channel.ID, w.Container.ChannelID)
 		in.RootTS = first(w.Message.ThreadTS, w.Container.ThreadTS, w.Message.TS, w.Container.MessageTS)
 	case "view_submission":
 		in.ActionID, in.ViewID = w.View.CallbackID, w.View.ID
-		in.Channel, in.RootTS, _ = strings.Cut(w.View.PrivateMetadata, " ")
+		// "{channel} {root ts}", and " v{version}" when the form was opened from a versioned message
+		meta := strings.Fields(w.View.PrivateMetadata)
+		if len(meta) >= 2 {
+			in.Channel, in.RootTS = meta[0], meta[1]
+		}
+		if len(meta) == 3 && strings.HasPrefix(meta[2], "v") {
+			in.Version, _ = strconv.ParseUint(meta[2][1:], 10, 64)
+		}
 		in.Inputs = map[string]string{}
 		for _, block := range w.View.State.Values {
 			for id, v := range block {

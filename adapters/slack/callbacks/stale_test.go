@@ -236,3 +236,68 @@ func TestOwnerShownAsMention(t *testing.T) {
 		}
 	}
 }
+
+// submitView is submit of the view v as Slack sends it back: with v's own private_metadata.
+func submitView(user, ts string, v fakeslack.View, input, value string) string {
+	return strings.Replace(submit(user, ts, v.CallbackID, v.ID, input, value), `"private_metadata":"`+channel+" "+ts+`"`,
+		`"private_metadata":"`+v.PrivateMetadata+`"`, 1)
+}
+
+// TestStaleFormSubmission: the assign and cancel forms carry the version of the message they
+// were opened from; a submission after the inquiry changed is refused in the form ("changed by …
+// — refresh"), appends nothing, and is audited; a form opened from the current message saves. The
+// note form carries no version.
+func TestStaleFormSubmission(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	id, ts := b.posted(t, "k1")
+	open := func(action string, n int) fakeslack.View {
+		t.Helper()
+		trig := b.fake.IssueTrigger()
+		click := strings.Replace(clickTrigger(team, "U0OLGA0001", ts, action, "1793523600.00010"+string(rune('0'+n)), trig, b.respURL),
+			"CB-IGNORED", rootValue(t, b, ts, action, ""), 1)
+		if rec := b.interact(t, click); rec.Code != 200 {
+			t.Fatalf("%s click = %d", action, rec.Code)
+		}
+		views, err := b.fake.WaitViews(t.Context(), n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return views[n-1]
+	}
+	assign, note := open(callbacks.ActionAssign, 1), open(callbacks.ActionNote, 2)
+	if assign.PrivateMetadata != channel+" "+ts+" v1" || note.PrivateMetadata != channel+" "+ts {
+		t.Fatalf("forms' metadata %q, %q", assign.PrivateMetadata, note.PrivateMetadata)
+	}
+	tgt := commands.Target{Tenant: b.tenant, InquiryID: id, Actor: b.bob, IdempotencyKey: "bob-claim"}
+	if _, err := b.app.Commands.Claim(t.Context(), commands.Claim{Target: tgt}); err != nil {
+		t.Fatal(err)
+	}
+	before := apptest.LogLen(t, b.app)
+	rec := b.interact(t, submitView("U0OLGA0001", ts, assign, "owner", "U0OLGA0001"))
+	if !strings.Contains(rec.Body.String(), `"response_action":"errors"`) || !strings.Contains(rec.Body.String(), "refresh and try again") {
+		t.Fatalf("assign from a form opened before the change = %d %s", rec.Code, rec.Body)
+	}
+	if n := apptest.LogLen(t, b.app); n != before {
+		t.Fatalf("a stale form appended: %d → %d", before, n)
+	}
+	if q := b.inquiry(t, id); q.Owner != b.bob.ID {
+		t.Fatalf("owner %s, want Bob's claim kept", q.Owner)
+	}
+	// The note form saves whatever the version.
+	if rec := b.interact(t, submitView("U0OLGA0001", ts, note, "note", "called back")); rec.Code != 200 || rec.Body.Len() != 0 {
+		t.Fatalf("note = %d %s", rec.Code, rec.Body)
+	}
+	// A form opened from the current message saves.
+	b.sync(t)
+	fresh := open(callbacks.ActionAssign, 3)
+	if !strings.HasSuffix(fresh.PrivateMetadata, " v4") {
+		t.Fatalf("fresh form metadata %q", fresh.PrivateMetadata)
+	}
+	if rec := b.interact(t, submitView("U0OLGA0001", ts, fresh, "owner", "U0OLGA0001")); rec.Code != 200 || rec.Body.Len() != 0 {
+		t.Fatalf("assign from a current form = %d %s", rec.Code, rec.Body)
+	}
+	if q := b.inquiry(t, id); q.Owner != b.olga.ID {
+		t.Fatalf("owner %s, want Olga", q.Owner)
+	}
+}
