@@ -174,7 +174,8 @@ func withTenant(ctx context.Context, sf *storageFlags, stderr io.Writer, slug st
 
 // devCmd runs development helpers: `casebook dev fake-slack --addr A [--non-marketplace]` serves
 // the stateful fake Slack Web API for local demos; --non-marketplace applies the
-// conversations.history limits Slack sets for apps not in the Slack Marketplace.
+// conversations.history and conversations.replies limits Slack sets for apps not in the Slack
+// Marketplace.
 func devCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 || args[0] != "fake-slack" {
 		return errors.New("usage: casebook dev fake-slack [--addr 127.0.0.1:8090] [--non-marketplace]")
@@ -182,7 +183,7 @@ func devCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	fs := flag.NewFlagSet("casebook dev fake-slack", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	addr := fs.String("addr", "127.0.0.1:8090", "listen address")
-	nonMarketplace := fs.Bool("non-marketplace", false, "conversations.history: at most 15 messages per call, one call a minute (Slack's limits for apps not in the Marketplace)")
+	nonMarketplace := fs.Bool("non-marketplace", false, "conversations.history and .replies: at most 15 messages per call, one call a minute (Slack's limits for apps not in the Marketplace)")
 	if err := parseFlags(fs, args[1:]); err != nil {
 		return err
 	}

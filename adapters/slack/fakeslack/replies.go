@@ -12,8 +12,8 @@ const repliesCursorPrefix = "after_ts:"
 
 // conversationsReplies follows Slack's conversations.replies reference: the parent message first,
 // then its replies oldest first, limit per page (default and ceiling as for history: our reading,
-// Slack's docs name 1000 as the maximum), a next_cursor while more remain, and metadata only with
-// include_all_metadata. A ts that is a reply returns that reply's thread (Slack answers with the
+// Slack's docs name 1000 as the maximum; Options.NonMarketplace: 15), oldest/latest/inclusive as
+// for history, a next_cursor while more remain, and metadata only with include_all_metadata. A ts that is a reply returns that reply's thread (Slack answers with the
 // thread the message belongs to); an unknown ts is thread_not_found.
 func (s *Server) conversationsReplies(req *request) (any, *apiError) {
 	c, ok := s.channelLocked(req.channel)
@@ -41,7 +41,31 @@ func (s *Server) conversationsReplies(req *request) (any, *apiError) {
 		limit = 100
 	}
 	limit = min(limit, historyMaxLimit)
-	thread := append([]*message{m}, c.replies(m.ts)...)
+	if s.opts.NonMarketplace {
+		limit = min(limit, HistoryNonMarketplaceLimit)
+	}
+	inclusive := req.p.boolean("inclusive")
+	var oldest, latest int64 = -1, 1 << 62
+	if v := req.p.str("oldest"); v != "" {
+		if oldest, ok = parseTS(v); !ok {
+			return nil, errCode(CodeInvalidArguments)
+		}
+	}
+	if v := req.p.str("latest"); v != "" {
+		if latest, ok = parseTS(v); !ok {
+			return nil, errCode(CodeInvalidArguments)
+		}
+	}
+	// oldest and latest bound every message, the parent included (our reading: the reference
+	// names no exception for it).
+	var thread []*message
+	for _, x := range append([]*message{m}, c.replies(m.ts)...) {
+		t, _ := parseTS(x.ts)
+		if (inclusive && (t < oldest || t > latest)) || (!inclusive && (t <= oldest || t >= latest)) {
+			continue
+		}
+		thread = append(thread, x)
+	}
 	if cur := req.p.str("cursor"); cur != "" {
 		raw, err := base64.StdEncoding.DecodeString(cur)
 		after, found := strings.CutPrefix(string(raw), repliesCursorPrefix)

@@ -55,8 +55,8 @@ type Options struct {
 	// Marketplace (https://api.slack.com/changelog/2025-05-terms-rate-limit-update-and-faq,
 	// https://api.slack.com/apis/rate-limits): conversations.history answers at most
 	// HistoryNonMarketplaceLimit messages per call, whatever limit asks, and allows one call per
-	// minute (then ratelimited with Retry-After). RateLimits can still override the budget.
-	// Slack applies the same limits to conversations.replies; the fake does not (yet).
+	// minute (then ratelimited with Retry-After); so does conversations.replies. RateLimits can
+	// still override the budget.
 	NonMarketplace bool
 
 	// Channels that exist from the start. Posting elsewhere is channel_not_found
@@ -145,6 +145,7 @@ func New(opts Options) *Server {
 	}
 	if opts.NonMarketplace {
 		s.limits["conversations.history"] = RateLimit{Budget: 1, Window: time.Minute}
+		s.limits["conversations.replies"] = RateLimit{Budget: 1, Window: time.Minute}
 	}
 	for m, rl := range opts.RateLimits {
 		if rl.Budget > 0 && rl.Window > 0 {

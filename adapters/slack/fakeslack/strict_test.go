@@ -1,6 +1,7 @@
 package fakeslack_test
 
 import (
+	"errors"
 	"net/http"
 	"strconv"
 	"testing"
@@ -166,5 +167,42 @@ func TestHistoryNonMarketplaceLimits(t *testing.T) {
 		if err != nil || len(res.Messages) != 20 {
 			t.Fatalf("without the option: %d messages, %v", len(res.Messages), err)
 		}
+	}
+}
+
+// TestRepliesNonMarketplaceLimits: with Options.NonMarketplace, conversations.replies also answers
+// at most 15 messages a call and one call a minute; oldest and latest bound the thread's messages,
+// the parent included.
+func TestRepliesNonMarketplaceLimits(t *testing.T) {
+	t.Parallel()
+	b := setup(t, fakeslack.Options{NonMarketplace: true})
+	_, root, err := b.api.PostMessageContext(t.Context(), testChannel, slack.MsgOptionText("root", false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ts []string
+	for i := range 20 {
+		b.clock.Advance(time.Second)
+		_, r, err := b.api.PostMessageContext(t.Context(), testChannel, slack.MsgOptionText("r"+strconv.Itoa(i), false), slack.MsgOptionTS(root))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ts = append(ts, r)
+	}
+	msgs, more, _, err := b.api.GetConversationRepliesContext(t.Context(), &slack.GetConversationRepliesParameters{ChannelID: testChannel, Timestamp: root, Limit: 100})
+	if err != nil || len(msgs) != fakeslack.HistoryNonMarketplaceLimit || !more || msgs[0].Timestamp != root {
+		t.Fatalf("first page: %d messages, more %v, %v", len(msgs), more, err)
+	}
+	if _, _, _, err := b.api.GetConversationRepliesContext(t.Context(), &slack.GetConversationRepliesParameters{ChannelID: testChannel, Timestamp: root}); slackCode(err) != fakeslack.CodeRateLimited {
+		var rl *slack.RateLimitedError
+		if !errors.As(err, &rl) {
+			t.Fatalf("second call within the minute = %v, want ratelimited", err)
+		}
+	}
+	b.clock.Advance(time.Minute)
+	msgs, more, _, err = b.api.GetConversationRepliesContext(t.Context(), &slack.GetConversationRepliesParameters{ChannelID: testChannel, Timestamp: root,
+		Oldest: ts[4], Latest: ts[9], Inclusive: true})
+	if err != nil || len(msgs) != 6 || more || msgs[0].Timestamp != ts[4] || msgs[5].Timestamp != ts[9] {
+		t.Fatalf("window ts[4]..ts[9]: %d messages, more %v, %v", len(msgs), more, err)
 	}
 }

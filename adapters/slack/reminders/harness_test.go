@@ -41,11 +41,18 @@ type bundle struct {
 // linked operators and an unlinked one; the ticker is driven by hand.
 func setup(t *testing.T, cfg app.Config, clearance string) *bundle {
 	t.Helper()
+	return setupWith(t, cfg, clearance, fakeslack.Options{})
+}
+
+// setupWith is setup with a fake configured by opts (its channels and clock are the harness's).
+func setupWith(t *testing.T, cfg app.Config, clearance string, opts fakeslack.Options) *bundle {
+	t.Helper()
 	ctx := t.Context()
 	c := apptest.NewClock(time.Date(2026, 11, 2, 9, 0, 0, 0, time.UTC))
 	cfg.Now, cfg.PublicURL, cfg.DueTick, cfg.Logger = c.Now, "https://casebook.example", -1, slog.New(slog.DiscardHandler)
 	a := apptest.Open(t, cfg)
-	fake := fakeslack.NewTestServer(t, fakeslack.Options{Channels: []string{channel, escChannel}, Clock: c})
+	opts.Channels, opts.Clock = []string{channel, escChannel}, c
+	fake := fakeslack.NewTestServer(t, opts)
 	ten, admin, olga := apptest.TenantWithOperator(t, a, "acme")
 	b := &bundle{app: a, fake: fake, clock: c, tenant: ten, admin: admin, olga: olga, worked: map[int64]bool{}}
 	var err error

@@ -313,7 +313,7 @@ func (s *Service) postOnce(ctx context.Context, api *slack.Client, channel, root
 	if reconcile {
 		var ts string
 		if root != "" {
-			ts, err = slackeffects.FindReply(ctx, api, sealer, channel, root, key, 0)
+			ts, err = s.Effects.FindPostedReply(ctx, api, sealer, channel, root, key)
 		} else {
 			ts, err = s.Effects.FindPosted(ctx, api, sealer, channel, key)
 		}

@@ -2,6 +2,7 @@ package reminders_test
 
 import (
 	"context"
+	"net/http"
 	"regexp"
 	"strings"
 	"testing"
@@ -307,5 +308,59 @@ func TestNoEscalationDestinationNoJob(t *testing.T) {
 	}
 	if n := len(b.reminderReplies(t, id)); n != 2 {
 		t.Fatalf("%d SLA replies, want 2", n)
+	}
+}
+
+// TestReminderReplyRecoveredUnderHistoryLimits: against Slack's limits for apps outside the
+// Marketplace (conversations.replies: 15 messages a call, one call a minute), a reminder reply
+// whose post had an unknown outcome in a busy thread is found and adopted, never posted twice: the
+// lookup reads the attempt's own window of the thread, and resumes after a 429 above what it read.
+func TestReminderReplyRecoveredUnderHistoryLimits(t *testing.T) {
+	t.Parallel()
+	b := setupWith(t, apptest.Backends[0].Config(t), "internal", fakeslack.Options{NonMarketplace: true})
+	id := followUpFired(t, b, "k1")
+	noErrors(t, b.work(t, threads.SyncArgs{}.Kind()))
+	root := b.root(t, id).TS
+	people := func(n int) {
+		for range n {
+			b.clock.Advance(time.Second)
+			if _, err := b.fake.InjectMessage(channel, fakeslack.Message{ThreadTS: root, Text: "on it"}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	people(20) // twenty replies in the minute before the reminder: more than one page of the window
+	posts := b.fake.CallCount("chat.postMessage")
+	b.fake.FailNext("chat.postMessage", fakeslack.DropAfterApply())
+	if errs := b.sync(t); len(errs) != 1 || errs[0] == nil {
+		t.Fatalf("dropped post: errors %v, want one", errs)
+	}
+	people(10)
+	b.clock.Advance(10 * time.Minute)
+	people(30) // and more after the window
+	j := apptest.Jobs(t, b.app.Effects.Client(), reminders.ReminderArgs{}.Kind())[0]
+	for i := 0; ; i++ {
+		if i == 10 {
+			t.Fatal("the lookup did not converge in 10 runs")
+		}
+		b.clock.Advance(2 * time.Minute) // past the in-flight guard, the cooldown and the rate-limit minute
+		if err := b.app.Effects.WorkJob(t.Context(), j); err == nil {
+			break
+		}
+	}
+	if n := len(b.reminderReplies(t, id)); n != 1 {
+		t.Fatalf("%d reminder replies, want 1", n)
+	}
+	if n := b.fake.CallCount("chat.postMessage") - posts; n != 1 {
+		t.Fatalf("%d posts for one reminder, want 1", n)
+	}
+	limited := 0
+	for _, c := range b.fake.Calls() {
+		if c.Method == "conversations.replies" && c.Status == http.StatusTooManyRequests {
+			limited++
+		}
+	}
+	if limited == 0 {
+		t.Fatal("the lookup never met the rate limit: the window was one page")
 	}
 }

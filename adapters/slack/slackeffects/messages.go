@@ -16,9 +16,6 @@ import (
 // effect key (Sealer.Ref), by which a message whose post had an unknown result is found again.
 const MetadataEventType = "casebook_effect"
 
-// DefaultLookupLimit is how many replies a lookup by effect key reads at most.
-const DefaultLookupLimit = 200
-
 // Marked returns the message option that marks a message with key's opaque reference.
 func Marked(sealer *slackinstall.Sealer, key string) slack.MsgOption {
 	return slack.MsgOptionMetadata(slack.SlackMetadata{EventType: MetadataEventType, EventPayload: map[string]any{"key": sealer.Ref(key)}})
@@ -94,17 +91,21 @@ func parseSlackTS(ts string) (time.Time, bool) {
 	return time.UnixMicro(s*1_000_000 + us).UTC(), true
 }
 
-// FindReply looks for a reply marked with key in the thread of root (conversations.replies, at
-// most limit messages); "" when there is none. Replies are not in conversations.history, so this is
-// the lookup before a reply with an unknown outcome is sent again.
-func FindReply(ctx context.Context, api *slack.Client, sealer *slackinstall.Sealer, channel, root, key string, limit int) (string, error) {
-	if limit <= 0 {
-		limit = DefaultLookupLimit
+// FindPostedReply is FindPosted for a reply in the thread of root (replies are not in
+// conversations.history): it reads conversations.replies between the window's ends, oldest
+// first, and each page read raises the stored window's start, so a lookup cut short resumes above
+// the part already read. It returns the reply's ts, or "" once the whole window holds none (then
+// Cleared).
+func (r *Runtime) FindPostedReply(ctx context.Context, api *slack.Client, sealer *slackinstall.Sealer, channel, root, key string) (string, error) {
+	from, to, err := r.Ledger.Window(ctx, key)
+	if err != nil || from.IsZero() {
+		return "", err
 	}
-	cursor, seen := "", 0
-	for seen < limit {
-		msgs, more, next, err := api.GetConversationRepliesContext(ctx, &slack.GetConversationRepliesParameters{
-			ChannelID: channel, Timestamp: root, Cursor: cursor, Limit: min(100, limit-seen), IncludeAllMetadata: true,
+	skew := r.Timing.ClockSkew
+	oldest, latest := from.Add(-skew), to.Add(skew)
+	for latest.After(oldest) {
+		msgs, more, _, err := api.GetConversationRepliesContext(ctx, &slack.GetConversationRepliesParameters{
+			ChannelID: channel, Timestamp: root, Oldest: slackTS(oldest), Latest: slackTS(latest), Inclusive: true, Limit: 100, IncludeAllMetadata: true,
 		})
 		if err != nil {
 			return "", err
@@ -114,11 +115,17 @@ func FindReply(ctx context.Context, api *slack.Client, sealer *slackinstall.Seal
 				return m.Timestamp, nil
 			}
 		}
-		seen += len(msgs)
-		cursor = next
-		if !more || cursor == "" || len(msgs) == 0 {
+		if !more || len(msgs) == 0 {
 			break
 		}
+		last, ok := parseSlackTS(msgs[len(msgs)-1].Timestamp)
+		if !ok || !last.After(oldest) {
+			return "", fmt.Errorf("conversations.replies of %s did not page on from %s", root, slackTS(oldest)) // the claim stays
+		}
+		oldest = last
+		if err := r.Ledger.NarrowFrom(ctx, key, oldest.Add(skew)); err != nil {
+			return "", err
+		}
 	}
-	return "", nil
+	return "", r.Ledger.Cleared(ctx, key)
 }

@@ -113,6 +113,14 @@ func (l *Ledger) Narrow(ctx context.Context, key string, to time.Time) error {
 	return err
 }
 
+// NarrowFrom records that the part of key's window before from has been read and holds no
+// message of key (a lookup that reads oldest first).
+func (l *Ledger) NarrowFrom(ctx context.Context, key string, from time.Time) error {
+	_, err := l.DB.ExecContext(ctx, l.DB.Rebind(`UPDATE slack_effect_attempts SET window_from = ? WHERE effect_key = ? AND window_from <> 0 AND window_from < ?`),
+		from.UnixNano(), key, from.UnixNano())
+	return err
+}
+
 // Cleared records that key's whole window was read and holds no message of key: the earlier
 // attempts did not post, and only the attempt about to be made needs looking for next time.
 func (l *Ledger) Cleared(ctx context.Context, key string) error {

@@ -263,8 +263,10 @@ func (w *Worker) owner(ctx context.Context, q *domain.Inquiry, key string) (slac
 // own reply: those are counted and left, see the README's data lifecycle), then the root, then
 // records SlackThreadDeleted. A message already gone counts as deleted, so a retry converges.
 func (w *Worker) deleteThread(ctx context.Context, api *slack.Client, q *domain.Inquiry, th threadState) error {
-	var replies []string
-	cursor := ""
+	// Page by page, deleting as it goes: under Slack's history limits for apps outside the
+	// Marketplace (15 messages a call, one call a minute) a long thread takes several runs, and each
+	// run deletes what it read before a 429 cuts it short.
+	kept, cursor := 0, ""
 	for {
 		msgs, more, next, err := api.GetConversationRepliesContext(ctx, &slack.GetConversationRepliesParameters{
 			ChannelID: th.Channel, Timestamp: th.TS, Cursor: cursor, Limit: 200,
@@ -276,25 +278,22 @@ func (w *Worker) deleteThread(ctx context.Context, api *slack.Client, q *domain.
 			return err
 		}
 		for _, m := range msgs {
-			if m.Timestamp != th.TS {
-				replies = append(replies, m.Timestamp)
+			if m.Timestamp == th.TS {
+				continue
+			}
+			_, _, err := api.DeleteMessageContext(ctx, th.Channel, m.Timestamp)
+			switch f := slackeffects.Classify(err); {
+			case err == nil, f.Class == slackeffects.ClassGone:
+			case f.Code == "cant_delete_message":
+				kept++
+			default:
+				return err
 			}
 		}
 		if !more || next == "" {
 			break
 		}
 		cursor = next
-	}
-	kept := 0
-	for _, ts := range replies {
-		_, _, err := api.DeleteMessageContext(ctx, th.Channel, ts)
-		switch f := slackeffects.Classify(err); {
-		case err == nil, f.Class == slackeffects.ClassGone:
-		case f.Code == "cant_delete_message":
-			kept++
-		default:
-			return err
-		}
 	}
 	if _, _, err := api.DeleteMessageContext(ctx, th.Channel, th.TS); err != nil && slackeffects.Classify(err).Class != slackeffects.ClassGone {
 		return err

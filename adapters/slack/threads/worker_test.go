@@ -14,6 +14,7 @@ import (
 	"github.com/casebook/casebook/adapters/slack/fakeslack"
 	"github.com/casebook/casebook/adapters/slack/slackeffects"
 	"github.com/casebook/casebook/adapters/slack/threads"
+	"github.com/casebook/casebook/commands"
 	"github.com/casebook/casebook/domain"
 )
 
@@ -260,5 +261,55 @@ func TestRootRecoveredUnderHistoryLimits(t *testing.T) {
 				t.Fatalf("conversations.history: %d answered, %d rate-limited; want 2 answered after a 429", answered, limited)
 			}
 		})
+	}
+}
+
+// TestThreadDeletedUnderHistoryLimits: an erased inquiry's thread, longer than one page of
+// conversations.replies under Slack's non-Marketplace limits (15 messages a call, one call a
+// minute), is deleted over several runs: each run deletes what it read before the 429, the replies
+// people wrote (which the app may not delete) are counted and kept, and the root goes last.
+func TestThreadDeletedUnderHistoryLimits(t *testing.T) {
+	t.Parallel()
+	b := setupWith(t, backends[0].Config(t), "personal", fakeslack.Options{NonMarketplace: true})
+	id := b.intake(t, "k1")
+	b.project(t)
+	noErrors(t, b.work(t))
+	root := oneRoot(t, b).TS
+	for i := range 25 {
+		m := fakeslack.Message{ThreadTS: root, Text: "ours", BotID: b.fake.BotID(), User: b.fake.BotUserID()}
+		if i%10 == 0 {
+			m = fakeslack.Message{ThreadTS: root, Text: "a person's"}
+		}
+		b.clock.Advance(time.Second)
+		if _, err := b.fake.InjectMessage(channel, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := b.app.Commands.Erase(t.Context(), commands.Erase{Target: commands.Target{Tenant: b.tenant, InquiryID: id, Actor: b.admin}}); err != nil {
+		t.Fatal(err)
+	}
+	b.project(t)
+	runs := 0
+	for len(b.roots()) > 0 && (len(b.roots()) != 1 || b.roots()[0].Subtype != "tombstone") {
+		if runs++; runs > 10 {
+			t.Fatalf("the thread was not deleted in 10 runs: %d replies left", len(b.roots()[0].Replies))
+		}
+		b.clock.Advance(2 * time.Minute) // past the cooldown and the rate-limit minute
+		for _, j := range b.jobs(t) {
+			_ = b.workJob(t.Context(), t, j)
+		}
+		b.project(t)
+	}
+	if runs < 2 {
+		t.Fatalf("deleted in %d run: the thread fit one page", runs)
+	}
+	left := b.roots()
+	if len(left) != 1 || len(left[0].Replies) != 3 {
+		t.Fatalf("left %+v, want the root's tombstone with the 3 replies people wrote", left)
+	}
+	for _, r := range left[0].Replies {
+		if r.Text != "a person's" {
+			t.Fatalf("a reply of ours was left: %+v", r)
+		}
 	}
 }
