@@ -180,7 +180,7 @@ func TestEscalationDestinationChecked(t *testing.T) {
 	srv := httptest.NewServer(a.Handler())
 	t.Cleanup(srv.Close)
 	put := func(ch string) (int, string) {
-		req, err := http.NewRequest("PUT", srv.URL+"/v1/admin/slack/escalation", strings.NewReader(`{"channel":"`+ch+`","clearance":"internal"}`))
+		req, err := http.NewRequest(http.MethodPut, srv.URL+"/v1/admin/slack/escalation", strings.NewReader(`{"channel":"`+ch+`","clearance":"internal"}`))
 		if err != nil {
 			t.Fatal(err)
 		}

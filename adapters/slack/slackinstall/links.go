@@ -219,8 +219,13 @@ type UserLink struct {
 
 // Links lists a tenant's Slack user links, by principal then installation.
 func (s *Store) Links(ctx context.Context, tenant domain.TenantID) ([]UserLink, error) {
-	rows, err := s.DB.QueryContext(ctx, s.DB.Rebind(`SELECT install_key, slack_user_id, principal_id FROM slack_user_links
-		WHERE tenant_id = ? ORDER BY principal_id, install_key, slack_user_id`), tenant)
+	return s.links(ctx, `SELECT install_key, slack_user_id, principal_id FROM slack_user_links
+		WHERE tenant_id = ? ORDER BY principal_id, install_key, slack_user_id`, tenant)
+}
+
+// links runs q, which selects install key, Slack user and principal.
+func (s *Store) links(ctx context.Context, q string, args ...any) ([]UserLink, error) {
+	rows, err := s.DB.QueryContext(ctx, s.DB.Rebind(q), args...)
 	if err != nil {
 		return nil, err
 	}
@@ -250,21 +255,8 @@ func (s *Store) UnlinkUser(ctx context.Context, tenant domain.TenantID, installa
 		q += ` AND l.install_key IN (SELECT install_key FROM slack_installations WHERE tenant_id = ? AND id = ?)`
 		args = append(args, tenant, installation)
 	}
-	rows, err := s.DB.QueryContext(ctx, s.DB.Rebind(q), args...)
+	links, err := s.links(ctx, q, args...)
 	if err != nil {
-		return nil, err
-	}
-	var links []UserLink
-	for rows.Next() {
-		var l UserLink
-		if err := rows.Scan(&l.Installation, &l.SlackUser, &l.Principal); err != nil {
-			rows.Close()
-			return nil, err
-		}
-		links = append(links, l)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
 		return nil, err
 	}
 	if len(links) == 0 {
