@@ -166,7 +166,7 @@ func assertNoColumnHolds(t *testing.T, db *sqldb.DB, secrets []string, skip stri
 		}
 		var q string
 		switch {
-		case !(db.Dialect == sqldb.Postgres):
+		case db.Dialect != sqldb.Postgres:
 			q = fmt.Sprintf(`SELECT count(*) FROM %q WHERE instr(CAST(%q AS BLOB), CAST(? AS BLOB)) > 0`, c.table, c.name)
 		case c.typ == "bytea":
 			q = fmt.Sprintf(`SELECT count(*) FROM %q WHERE strpos(encode(%q, 'escape'), $1) > 0`, c.table, c.name)
