@@ -72,11 +72,9 @@ func (a *App) wirePrivacy(ctx context.Context) error {
 	if ttl <= 0 {
 		ttl = projections.DefaultLeaseTTL
 	}
-	owner := a.owner
-	if owner != "" {
-		owner = "embedded-retention"
-	}
-	a.retentionLease = projections.NewLease(a.DB, "job:retention", owner, ttl, a.Config.Now)
+	// A random owner per process, also in embedded mode: a command sweeping beside the server
+	// (casebook retention sweep) must not share the server's lease.
+	a.retentionLease = projections.NewLease(a.DB, "job:retention", "", ttl, a.Config.Now)
 	return nil
 }
 
@@ -107,6 +105,8 @@ func (a *App) RetentionSweep(ctx context.Context, opts RetentionOptions) (Retent
 			rep.NotLeader = true
 			return rep, nil
 		}
+		// The lease guards one sweep; the next may run on any replica.
+		defer a.retentionLease.Release(context.WithoutCancel(ctx))
 		if err := a.completeErasures(ctx, now, &rep); err != nil {
 			return rep, err
 		}
@@ -215,7 +215,6 @@ func (a *App) runRetention(ctx context.Context) {
 	for {
 		select {
 		case <-ctx.Done():
-			a.retentionLease.Release(context.WithoutCancel(ctx))
 			return
 		case <-t.C:
 		}
