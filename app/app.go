@@ -386,7 +386,7 @@ func (a *App) handlers() (api, metrics http.Handler) {
 		Console:        a.Console, Now: a.Config.Now,
 		Due: dueAPI{a}, Portal: portalAPI{a}, SlackEscalation: slackEscalation{a},
 		Attachments: a.Attachments, AttachmentLimits: a.Config.Attachments, Load: a.Commands.Load,
-		Requesters: requesterAPI{a},
+		Requesters: requesterAPI{a}, RetentionPolicy: a.Commands.RetentionPolicy,
 	}
 	if !a.separateMetrics() {
 		s.Metrics = metrics

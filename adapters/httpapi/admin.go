@@ -33,6 +33,8 @@ func (s *Server) adminRoutes(r *mux.Router) {
 	s.slackAdminRoutes(a)
 	s.slackEscalationRoutes(a)
 	s.dueAdminRoutes(a)
+	a.HandleFunc("/retention-policy", s.getRetentionPolicy).Methods(http.MethodGet)
+	a.HandleFunc("/retention-policy", s.putRetentionPolicy).Methods(http.MethodPut)
 }
 
 func (s *Server) requireAdmin(next http.Handler) http.Handler {

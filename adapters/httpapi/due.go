@@ -167,23 +167,33 @@ func (s *Server) getSLAPolicy(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, p)
 }
 
-func (s *Server) putSLAPolicy(w http.ResponseWriter, r *http.Request) {
-	// The domain decodes the policy strictly (unknown fields, bad values: 422 naming the field).
+// readPolicy reads a policy document's body: JSON, at most MaxPolicyBody bytes. The domain decodes
+// it strictly (unknown fields, bad values: 422 naming the field). ok is false once an error was
+// written.
+func (s *Server) readPolicy(w http.ResponseWriter, r *http.Request) (raw []byte, ok bool) {
 	if !isJSON(r.Header.Get("Content-Type")) {
 		s.writeError(w, r, &apiError{http.StatusUnsupportedMediaType, "unsupported_media_type", "body must be application/json (charset utf-8)"})
-		return
+		return nil, false
 	}
 	raw, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxPolicyBody))
 	var mbe *http.MaxBytesError
 	switch {
 	case errors.As(err, &mbe):
 		s.writeError(w, r, &apiError{http.StatusRequestEntityTooLarge, "body_too_large", "body exceeds " + strconv.Itoa(MaxPolicyBody) + " bytes"})
-		return
+		return nil, false
 	case err != nil:
 		s.writeError(w, r, badRequest("could not read body"))
-		return
+		return nil, false
 	case !json.Valid(raw):
 		s.writeError(w, r, badRequest("malformed JSON"))
+		return nil, false
+	}
+	return raw, true
+}
+
+func (s *Server) putSLAPolicy(w http.ResponseWriter, r *http.Request) {
+	raw, ok := s.readPolicy(w, r)
+	if !ok {
 		return
 	}
 	p := principal(r)

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/casebook/casebook/commands"
 	"github.com/casebook/casebook/domain"
 	"github.com/casebook/casebook/queries"
 )
@@ -52,4 +53,36 @@ func (s *Server) findRequester(w http.ResponseWriter, r *http.Request) {
 		items = append(items, requesterItem{ID: it.ID, Receipt: it.Receipt, Status: it.Status, Archived: it.Archived, CreatedAt: it.CreatedAt.UTC()})
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"items": items, "truncated": truncated})
+}
+
+// getRetentionPolicy serves GET /v1/admin/retention-policy (404 when none was set).
+func (s *Server) getRetentionPolicy(w http.ResponseWriter, r *http.Request) {
+	if s.RetentionPolicy == nil {
+		s.writeError(w, r, &apiError{http.StatusNotFound, "not_found", "no such route"})
+		return
+	}
+	p, err := s.RetentionPolicy(r.Context(), principal(r).TenantID)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, p)
+}
+
+// putRetentionPolicy serves PUT /v1/admin/retention-policy: the policy replaced, validated strictly
+// and audited (retention_policy).
+func (s *Server) putRetentionPolicy(w http.ResponseWriter, r *http.Request) {
+	raw, ok := s.readPolicy(w, r)
+	if !ok {
+		return
+	}
+	p := principal(r)
+	pol, pos, err := s.Commands.SetRetentionPolicy(r.Context(), commands.SetRetentionPolicy{Tenant: p.TenantID, Actor: p, Policy: raw,
+		CorrelationID: requestID(r.Context())})
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	w.Header().Set("Casebook-Position", s.tokens.sealPosition(p.TenantID, pos))
+	writeJSON(w, http.StatusOK, pol)
 }

@@ -98,6 +98,9 @@ type Server struct {
 	Due Due
 	// Requesters serves GET /v1/admin/requesters (the blind index); nil answers 404.
 	Requesters Requesters
+	// RetentionPolicy reads a tenant's retention policy for GET /v1/admin/retention-policy
+	// (domain.ErrNotFound when none); nil answers 404.
+	RetentionPolicy func(ctx context.Context, tenant domain.TenantID) (*domain.RetentionPolicy, error)
 }
 
 // Handler returns the routed API.
