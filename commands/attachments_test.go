@@ -168,3 +168,43 @@ func TestAttachmentName(t *testing.T) {
 		t.Errorf("long name: %d runes, %q", n, long[len(long)-8:])
 	}
 }
+
+// TestAddIntakeOnce: an intake's files are stored once. A first attempt refused by the tenant's
+// quota stores nothing; the retry (the same intake, so the same inquiry and files) stores them; a
+// replay, also concurrent ones, gets the same attachments back and stores nothing twice.
+func TestAddIntakeOnce(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, db *sqldb.DB) {
+		ctx := t.Context()
+		a, _ := newAttachments(t, db)
+		files := []commands.NewFile{{Name: "a.txt", ContentType: "text/plain", Data: []byte("first")}, {Name: "b.txt", ContentType: "text/plain", Data: []byte("second")}}
+		if _, err := a.AddIntake(ctx, "t1", "i1", "p", files, commands.AttachmentLimits{MaxTenantBytes: 5}); !errors.Is(err, commands.ErrAttachmentQuota) {
+			t.Fatalf("over the quota: %v", err)
+		}
+		if list, err := a.List(ctx, "t1", "i1"); err != nil || len(list) != 0 {
+			t.Fatalf("a refused attempt stored %v %v", list, err)
+		}
+		first, err := a.AddIntake(ctx, "t1", "i1", "p", files, commands.AttachmentLimits{})
+		if err != nil || len(first) != 2 {
+			t.Fatalf("retry = %v %v", first, err)
+		}
+		var wg sync.WaitGroup
+		replays := make([][]commands.Attachment, 4)
+		errs := make([]error, 4)
+		for i := range replays {
+			wg.Go(func() { replays[i], errs[i] = a.AddIntake(ctx, "t1", "i1", "p", files, commands.AttachmentLimits{}) })
+		}
+		wg.Wait()
+		for i, r := range replays {
+			if errs[i] != nil || len(r) != 2 || r[0].ID != first[0].ID || r[1].ID != first[1].ID || r[1].Name != "b.txt" {
+				t.Fatalf("replay %d = %+v %v, first %+v", i, r, errs[i], first)
+			}
+		}
+		if list, err := a.List(ctx, "t1", "i1"); err != nil || len(list) != 2 {
+			t.Fatalf("after replays: %d attachments, %v", len(list), err)
+		}
+		if other, err := a.AddIntake(ctx, "t1", "i2", "p", files, commands.AttachmentLimits{}); err != nil || other[0].ID == first[0].ID {
+			t.Fatalf("the same files on another inquiry = %+v %v", other, err)
+		}
+	})
+}

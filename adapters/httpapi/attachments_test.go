@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -385,5 +386,34 @@ func TestPortalIntakeWithAttachments(t *testing.T) {
 	view = tb.do(t, "GET", "/v1/portal/inquiries/"+j.body["receipt"].(string), integ, nil, "")
 	if sent, _ := view.body["attachments"].([]any); len(sent) != 1 || sent[0].(map[string]any)["name"] != "later.txt" || strings.Contains(view.raw, "internal-memo") {
 		t.Fatalf("requester view after an operator's attachment = %s", view.raw)
+	}
+}
+
+// TestPortalIntakeWithAttachmentsConcurrentReplays: the same multipart intake sent four times at
+// once under one key makes one inquiry with its files stored once, and every answer is 201 with
+// the same inquiry and attachment ids.
+func TestPortalIntakeWithAttachmentsConcurrentReplays(t *testing.T) {
+	t.Parallel()
+	tb := setup(t)
+	integ := tb.integration(t, "acme", "Portal")
+	files := []upload{{"a.txt", "first file"}, {"b.txt", "second file"}}
+	answers := make([]resp, 4)
+	var wg sync.WaitGroup
+	for i := range answers {
+		wg.Go(func() { answers[i] = tb.portalMultipart(t, integ, "c-1", portalBody, files...) })
+	}
+	wg.Wait()
+	for _, a := range answers {
+		atts, _ := a.body["attachments"].([]any)
+		if a.status != http.StatusCreated || a.body["id"] != answers[0].body["id"] || len(atts) != 2 ||
+			atts[0].(map[string]any)["id"] != answers[0].body["attachments"].([]any)[0].(map[string]any)["id"] {
+			t.Fatalf("answers = %+v", answers)
+		}
+	}
+	if got := tb.attachments(t, answers[0].body["id"].(string)); len(got) != 2 {
+		t.Fatalf("stored %v", got)
+	}
+	if l := tb.do(t, "GET", "/v1/inquiries?consistent=true", tb.op, nil, ""); len(l.body["items"].([]any)) != 1 {
+		t.Fatalf("inquiries = %s", l.raw)
 	}
 }
