@@ -229,10 +229,10 @@ func TestSlackArchiveAndErasureScenario(t *testing.T) {
 // CASEBOOK_SLACK_MAX_ATTEMPTS=2. An inquiry's thread is posted, then the tenant's destination is
 // removed (deactivated in the database: Slack is disabled for new posts). The erasure must still
 // delete the thread where it was posted, with the installation that posted it. Every chat.delete
-// fails (503): the thread effect is retried (two attempts, two calls) and becomes a dead letter
-// that casebook effects list shows, while the List row, whose effect does not fail, is deleted.
-// Once Slack answers again, casebook effects retry completes the deletion: the fake Slack holds
-// neither the root nor the row, and no dead letter is left.
+// and every slackLists.items.delete fails (503): the thread's and the row's effects are each
+// retried (two attempts, two calls each) and become dead letters that casebook effects list shows,
+// while root and row stay. Once Slack answers again, casebook effects retry completes both
+// deletions: the fake Slack holds neither the root nor the row, and no dead letter is left.
 func TestErasureCleanupRetriedAfterDestinationRemoved(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -262,7 +262,16 @@ func TestErasureCleanupRetriedAfterDestinationRemoved(t *testing.T) {
 	}
 	_ = db.Close()
 
+	callCounts := func() map[string]int {
+		n := map[string]int{}
+		for _, c := range fake.Calls() {
+			n[c.Method]++
+		}
+		return n
+	}
+	before := callCounts() // the activation probe deleted its probe row already
 	fake.AddRule(fakeslack.Rule{Method: "chat.delete", Fault: fakeslack.HTTPStatus(503), Times: -1})
+	fake.AddRule(fakeslack.Rule{Method: "slackLists.items.delete", Fault: fakeslack.HTTPStatus(503), Times: -1})
 	_, d, err := srv.do("GET", "/v1/inquiries/"+id+"?consistent=true", op.AdminToken, "", "")
 	if err != nil {
 		t.Fatal(err)
@@ -270,35 +279,37 @@ func TestErasureCleanupRetriedAfterDestinationRemoved(t *testing.T) {
 	if status, e, err := srv.doIfMatch("POST", "/v1/inquiries/"+id+"/erase", op.AdminToken, fmt.Sprint(d["version"]), ""); err != nil || status != 200 {
 		t.Fatalf("erase = %d %v %v", status, e, err)
 	}
-	listDead := func() []effectItem {
+	listDead := func() map[string]effectItem {
 		var res struct {
 			Items []effectItem `json:"items"`
 		}
-		cli(t, dir, &res, "effects", "list", "--tenant", "acme", "--kind", "slack_thread_sync", "--state", "discarded")
-		return res.Items
+		cli(t, dir, &res, "effects", "list", "--tenant", "acme", "--state", "discarded")
+		out := map[string]effectItem{}
+		for _, e := range res.Items {
+			out[e.Destination] = e
+		}
+		return out
 	}
-	var dead []effectItem
-	eventually(t, "the thread deletion a dead letter", func() bool { dead = listDead(); return len(dead) == 1 })
-	if e := dead[0]; e.Inquiry != id || e.Attempt != 2 || e.Destination != ch || e.Disposition != "dead_letter" || e.LastError == "" {
-		t.Fatalf("dead letter = %+v", e)
-	}
-	deletes := 0
-	for _, c := range fake.Calls() {
-		if c.Method == "chat.delete" {
-			deletes++
+	var dead map[string]effectItem
+	eventually(t, "the thread and the row deletions dead letters", func() bool { dead = listDead(); return len(dead) == 2 })
+	for dest, e := range dead {
+		if e.Inquiry != id || e.Attempt != 2 || e.Disposition != "dead_letter" || e.LastError == "" || (dest != ch && dest != li.ID) {
+			t.Fatalf("dead letter = %+v", e)
 		}
 	}
-	if deletes != 2 {
-		t.Fatalf("chat.delete called %d times, want one per attempt (2)", deletes)
+	calls := callCounts()
+	if calls["chat.delete"]-before["chat.delete"] != 2 || calls["slackLists.items.delete"]-before["slackLists.items.delete"] != 2 {
+		t.Fatalf("deletes called %v, want one chat.delete and one items.delete per attempt (2 each)", calls)
 	}
-	if len(fake.Messages(ch)) != 1 {
-		t.Fatal("the root is gone although every chat.delete failed")
+	if len(fake.Messages(ch)) != 1 || len(fake.Rows(li.ID)) != 1 {
+		t.Fatal("the root or the row is gone although every deletion failed")
 	}
-	eventually(t, "the row deleted", func() bool { return len(fake.Rows(li.ID)) == 0 })
 
 	fake.ClearFaults()
-	var r effectItem
-	cli(t, dir, &r, "effects", "retry", "--tenant", "acme", "--id", fmt.Sprint(dead[0].ID))
-	eventually(t, "the thread deleted after the retry", func() bool { return len(fake.Messages(ch)) == 0 })
+	for _, e := range dead {
+		var r effectItem
+		cli(t, dir, &r, "effects", "retry", "--tenant", "acme", "--id", fmt.Sprint(e.ID))
+	}
+	eventually(t, "the thread and the row deleted after the retries", func() bool { return len(fake.Messages(ch)) == 0 && len(fake.Rows(li.ID)) == 0 })
 	eventually(t, "no dead letter left", func() bool { return len(listDead()) == 0 })
 }
