@@ -1,7 +1,8 @@
 // Package fakeslack is a stateful fake of the Slack Web API methods Casebook
-// uses: auth.test, chat.postMessage, chat.update, chat.delete,
-// conversations.history, conversations.replies, slackLists.create and slackLists.items.create,
-// .update, .delete, .info and .list. Other methods answer unknown_method.
+// uses: auth.test, bots.info, chat.postMessage, chat.update, chat.delete, chat.getPermalink,
+// conversations.history, conversations.replies, conversations.info, views.open, oauth.v2.access,
+// slackLists.create, slackLists.access.set and slackLists.items.create, .update, .delete, .info
+// and .list. Other methods answer unknown_method.
 //
 // It encodes our reading of Slack's behaviour, from Slack's method reference,
 // slack-go v0.35.0 and the notes in shared/seeds. Where it had to guess, the
@@ -41,6 +42,16 @@
 //     Options.ItemsPageMax (or SetItemsPageMax) answers shorter pages than
 //     limit asks, as a cursor-paginated method may; archived=true pages the
 //     archived rows alone, in the same order.
+//   - Lists access: the bot that creates a List (slackLists.create) owns it; a List made by hand
+//     is shared with the bot for writing. slackLists.access.set grants read, write or owner;
+//     without access every items call is permission_denied (SetBotAccess plays that). Ids shaped
+//     like Slack's that name nothing are row_not_found / column_not_found, malformed ones
+//     invalid_row_id / invalid_column_id, missing or malformed arguments invalid_args (guesses
+//     where Slack documents both codes without saying when).
+//   - Trigger ids open one view within 3 s of the Clock: then expired_trigger_id; a second use
+//     exchanged_trigger_id.
+//   - Options.NonMarketplace: conversations.history and conversations.replies answer at most 15
+//     messages a call and one call a minute, as Slack does for apps outside its Marketplace.
 //   - Rate limits: a fixed window per method on the server's Clock (Slack's
 //     tiers allow bursts; this is a simplification). Injected faults take
 //     precedence and do not spend the budget.
