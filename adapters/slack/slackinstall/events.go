@@ -32,6 +32,12 @@ type SlackDestinationSet struct {
 	Replaces       string `json:"replaces,omitempty"`
 }
 
+// SlackInstallLinkIssued is the audit event of a one-time install link (installation-{tenant}
+// stream): who asked and until when it opens. The link itself is never recorded.
+type SlackInstallLinkIssued struct {
+	ExpiresAt time.Time `json:"expires_at"`
+}
+
 // InstallationStream names a tenant's installation audit stream.
 func InstallationStream(tenant domain.TenantID) string { return "installation-" + string(tenant) }
 

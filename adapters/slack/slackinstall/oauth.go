@@ -18,6 +18,7 @@ import (
 	"github.com/slack-go/slack"
 
 	"github.com/casebook/casebook/domain"
+	"github.com/casebook/casebook/eventstore"
 	"github.com/casebook/casebook/internal/sqldb"
 )
 
@@ -160,7 +161,8 @@ type InstallLink struct {
 const InstallLinkPath = "/slack/install/"
 
 // NewInstallLink records a single-use link for tenant under base (the public URL), valid for the
-// state TTL. Only the token's hash is stored. createdBy names who asked (cli:<user>, a principal).
+// state TTL. Only the token's hash is stored; the issue is audited (SlackInstallLinkIssued, as
+// createdBy: cli:<user>, principal:<id>).
 func (o *OAuth) NewInstallLink(ctx context.Context, tenant domain.TenantID, base, createdBy string) (InstallLink, error) {
 	u, err := url.Parse(base)
 	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
@@ -172,6 +174,10 @@ func (o *OAuth) NewInstallLink(ctx context.Context, tenant domain.TenantID, base
 	exp := o.Store.Now().Add(o.Config.StateTTL)
 	if _, err := o.Store.DB.ExecContext(ctx, o.Store.DB.Rebind(`INSERT INTO slack_install_links (token_hash, tenant_id, created_by, expires_at) VALUES (?, ?, ?, ?)`),
 		tokenHash(token), tenant, createdBy, exp.Unix()); err != nil {
+		return InstallLink{}, err
+	}
+	if _, err := AppendEvent(ctx, o.Store.Events, InstallationStream(tenant), eventstore.Any(), tenant, createdBy,
+		"slack-install-link:"+tokenHash(token)[:32], o.Store.Now(), "SlackInstallLinkIssued", SlackInstallLinkIssued{ExpiresAt: exp.UTC()}); err != nil {
 		return InstallLink{}, err
 	}
 	return InstallLink{URL: strings.TrimSuffix(base, "/") + InstallLinkPath + token, ExpiresAt: exp.UTC()}, nil

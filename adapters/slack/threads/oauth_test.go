@@ -190,8 +190,8 @@ func TestOAuthRoutes(t *testing.T) {
 		t.Fatal(err)
 	}
 	evs, err := b.app.Store.ReadStream(t.Context(), slackinstall.InstallationStream(other.ID), 0, 0)
-	if err != nil || len(evs) != 1 {
-		t.Fatalf("the starting tenant has %d installation events (%v), want 1", len(evs), err)
+	if err != nil || len(evs) != 2 || evs[0].Type != "SlackInstallLinkIssued" || evs[1].Type != "SlackInstalled" {
+		t.Fatalf("the starting tenant's installation stream = %d events (%v), want the link issued then the install", len(evs), err)
 	}
 	if evs, _ := b.app.Store.ReadStream(t.Context(), slackinstall.InstallationStream(b.tenant), 0, 0); len(evs) != 0 {
 		t.Fatalf("another tenant was installed: %d events", len(evs))
@@ -327,8 +327,8 @@ func TestOAuthInstallLink(t *testing.T) {
 	if cs := res.Cookies(); len(cs) != 1 || cs[0].Name != slackinstall.BrowserCookie || cs[0].MaxAge >= 0 {
 		t.Fatalf("cookie after install = %v", cs)
 	}
-	if evs, _ := b.app.Store.ReadStream(t.Context(), slackinstall.InstallationStream(b.tenant), 0, 0); len(evs) != 1 {
-		t.Fatalf("the link's tenant has %d installation events, want 1", len(evs))
+	if n := installs(t, b, b.tenant); n != 1 {
+		t.Fatalf("the link's tenant has %d installs, want 1", n)
 	}
 	// The other tenant's state with this tenant's browser cookie is refused as a bad link; with its
 	// own cookie it passes and is bound to the other tenant, so it cannot take this tenant's
@@ -340,11 +340,28 @@ func TestOAuthInstallLink(t *testing.T) {
 	if status, _ := callback(t, srv, b.fake.IssueOAuthCode(redirect), otherState, otherCookie); status != http.StatusConflict {
 		t.Fatalf("other tenant's own install of this workspace = %d, want 409", status)
 	}
-	if evs, _ := b.app.Store.ReadStream(t.Context(), slackinstall.InstallationStream(other.ID), 0, 0); len(evs) != 0 {
-		t.Fatalf("the other tenant has %d installation events, want 0", len(evs))
+	if n := installs(t, b, other.ID); n != 0 {
+		t.Fatalf("the other tenant has %d installs, want 0", n)
 	}
-	if evs, _ := b.app.Store.ReadStream(t.Context(), slackinstall.InstallationStream(b.tenant), 0, 0); len(evs) != 1 {
-		t.Fatalf("this tenant has %d installation events, want still 1", len(evs))
+	if n := installs(t, b, b.tenant); n != 1 {
+		t.Fatalf("this tenant has %d installs, want still 1", n)
+	}
+	// Every link issued is audited with who asked; the link itself is in no event.
+	evs, err := b.app.Store.ReadStream(t.Context(), slackinstall.InstallationStream(b.tenant), 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	issued := 0
+	for _, e := range evs {
+		if e.Type == "SlackInstallLinkIssued" {
+			issued++
+			if !strings.Contains(string(e.Metadata), `"cli:test"`) || strings.Contains(string(e.Data), "/slack/install/") {
+				t.Fatalf("link audit = %s, %s", e.Metadata, e.Data)
+			}
+		}
+	}
+	if issued != 1 {
+		t.Fatalf("%d links audited for this tenant so far, want 1", issued)
 	}
 	// Expired: a link not opened within its lifetime.
 	late := mint()
@@ -356,4 +373,20 @@ func TestOAuthInstallLink(t *testing.T) {
 	if res := getNoRedirect(t, srv, slackinstall.InstallLinkPath+"bm90LWEtdG9rZW4", nil); res.StatusCode != http.StatusBadRequest {
 		t.Fatalf("unknown link = %d", res.StatusCode)
 	}
+}
+
+// installs counts a tenant's SlackInstalled events.
+func installs(t *testing.T, b *bundle, tenant domain.TenantID) int {
+	t.Helper()
+	evs, err := b.app.Store.ReadStream(t.Context(), slackinstall.InstallationStream(tenant), 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, e := range evs {
+		if e.Type == "SlackInstalled" {
+			n++
+		}
+	}
+	return n
 }
