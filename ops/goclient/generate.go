@@ -10,4 +10,4 @@
 // dependencies of Casebook itself.
 package goclient
 
-//go:generate go tool ogen -config ogen.yml -package casebookapi -target casebookapi -clean ../../adapters/httpapi/openapi.json
+//go:generate go tool ogen -loglevel error -config ogen.yml -package casebookapi -target casebookapi -clean ../../adapters/httpapi/openapi.json
