@@ -22,7 +22,7 @@ import (
 const DefaultRetentionTick = 5 * time.Minute
 
 // RecoverErasuresFor is how far back the sweep looks for erasures whose tombstone is recorded but
-// whose data key survived (a crash between the two steps), to destroy that key.
+// whose data key or attachment rows survived (a crash between the steps), to shred them.
 const RecoverErasuresFor = 7 * 24 * time.Hour
 
 const retentionPage = 500
@@ -117,7 +117,8 @@ func (a *App) RetentionSweep(ctx context.Context, opts RetentionOptions) (Retent
 	return rep, nil
 }
 
-// completeErasures destroys the data keys that erasures recorded lately left alive.
+// completeErasures destroys the data keys, and deletes the attachment rows, that erasures recorded
+// lately left behind.
 func (a *App) completeErasures(ctx context.Context, now time.Time, rep *RetentionReport) error {
 	erased, err := privacy.ErasedSince(ctx, a.DB, now.Add(-RecoverErasuresFor), 10000)
 	if err != nil {
@@ -125,14 +126,24 @@ func (a *App) completeErasures(ctx context.Context, now time.Time, rep *Retentio
 	}
 	for _, c := range erased {
 		dk, err := a.Keys.Get(ctx, c.Tenant, c.Inquiry)
-		if err != nil || dk == nil {
-			continue // destroyed (ErrErased), never had one, or unreadable: nothing to complete here
-		}
-		if err := a.Keys.Destroy(ctx, c.Tenant, c.Inquiry); err != nil {
+		alive := err == nil && dk != nil // else destroyed (ErrErased), never had one, or unreadable
+		left, err := a.Attachments.Stored(ctx, c.Tenant, c.Inquiry)
+		if err != nil {
 			rep.Failed = append(rep.Failed, RetentionItem{c.Tenant, c.Inquiry, err.Error()})
 			continue
 		}
-		rep.KeysDestroyed++
+		if !alive && left == 0 {
+			continue
+		}
+		// Every shredder of the erasure (the key, then the attachment rows), as Erase runs them: a
+		// crash may have come between any two of them.
+		if err := a.Commands.Keys.Destroy(ctx, c.Tenant, c.Inquiry); err != nil {
+			rep.Failed = append(rep.Failed, RetentionItem{c.Tenant, c.Inquiry, err.Error()})
+			continue
+		}
+		if alive {
+			rep.KeysDestroyed++
+		}
 	}
 	return nil
 }

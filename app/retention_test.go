@@ -240,3 +240,44 @@ func TestRetentionSweepCompletesInterruptedErasure(t *testing.T) {
 		}
 	})
 }
+
+// TestRetentionSweepCompletesInterruptedAttachmentShredding: an erasure that crashed after its
+// tombstone, before its inquiry's attachment rows were deleted (with the data key destroyed, or
+// not yet), leaves no attachment row behind once the sweep has run, on each backend.
+func TestRetentionSweepCompletesInterruptedAttachmentShredding(t *testing.T) {
+	t.Parallel()
+	apptest.EachBackend(t, func(t *testing.T, cfg app.Config) {
+		clock := apptest.NewClock(time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC))
+		cfg.Now, cfg.DueTick, cfg.RetentionTick, cfg.Logger = clock.Now, -1, -1, slog.New(slog.DiscardHandler)
+		a := apptest.Open(t, cfg)
+		ctx := t.Context()
+		ten, admin, _ := apptest.TenantWithOperator(t, a, "acme")
+		for i, crash := range []commands.Shredder{commands.Shredders{a.Keys}, noShred{}} {
+			id := apptest.Intake(t, a, ten, "k"+string(rune('a'+i)))
+			if _, err := a.Attachments.Add(ctx, ten, id, admin.ID, []commands.NewFile{{Name: "passport-scan.txt", ContentType: "text/plain; charset=utf-8",
+				Data: []byte("passport number X1234567")}}, commands.AttachmentLimits{}); err != nil {
+				t.Fatal(err)
+			}
+			crashing := *a.Commands
+			crashing.Keys = crash
+			if _, err := crashing.Erase(ctx, commands.Erase{Target: commands.Target{Tenant: ten, InquiryID: id, Actor: admin}}); err != nil {
+				t.Fatal(err)
+			}
+			apptest.CatchUp(t, a)
+			if _, err := a.RetentionSweep(ctx, app.RetentionOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			var n int
+			if err := a.DB.QueryRowContext(ctx, a.DB.Rebind(`SELECT count(*) FROM inquiry_attachments WHERE tenant_id = ? AND inquiry_id = ?`),
+				ten, id).Scan(&n); err != nil {
+				t.Fatal(err)
+			}
+			if n != 0 {
+				t.Fatalf("case %d: %d attachment rows of the erased inquiry left after the sweep", i, n)
+			}
+			if _, err := a.Keys.Get(ctx, ten, id); !errors.Is(err, sealed.ErrErased) {
+				t.Fatalf("case %d: key after the sweep: %v", i, err)
+			}
+		}
+	})
+}

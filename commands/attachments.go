@@ -111,6 +111,14 @@ func (a *Attachments) Destroy(ctx context.Context, tenant domain.TenantID, inqui
 	return nil
 }
 
+// Stored counts an inquiry's attachment rows, readable or not (an erasure's completion checks
+// that none is left).
+func (a *Attachments) Stored(ctx context.Context, tenant domain.TenantID, inquiry domain.InquiryID) (int, error) {
+	var n int
+	err := a.db.QueryRowContext(ctx, a.db.Rebind(`SELECT count(*) FROM inquiry_attachments WHERE tenant_id = ? AND inquiry_id = ?`), tenant, inquiry).Scan(&n)
+	return n, err
+}
+
 // AttachmentLimits bound attachments; zero fields take the defaults.
 type AttachmentLimits struct {
 	MaxFileBytes   int64 // per file (default 10 MB)
