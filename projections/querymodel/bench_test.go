@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -140,6 +142,7 @@ func rebuild(b *testing.B, store eventstore.Store, db *sqldb.DB, n int) {
 	if err := projections.Migrate(ctx, db); err != nil {
 		b.Fatal(err)
 	}
+	w0, c0 := procIO(), cpuNow()
 	b.ResetTimer()
 	for range b.N {
 		res, err := projections.Rebuild(ctx, store, db, p, projections.RebuildOptions{Logger: slog.New(slog.DiscardHandler)})
@@ -151,4 +154,23 @@ func rebuild(b *testing.B, store eventstore.Store, db *sqldb.DB, n int) {
 		}
 	}
 	b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "events/s")
+	b.ReportMetric(float64(procIO()-w0)/float64(n*b.N), "written-B/event")
+	b.ReportMetric(float64(cpuNow()-c0)/float64(n*b.N)/1e3, "cpu-us/event")
+}
+
+func procIO() int64 {
+	b, _ := os.ReadFile("/proc/self/io")
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "wchar: "); ok {
+			n, _ := strconv.ParseInt(v, 10, 64)
+			return n
+		}
+	}
+	return 0
+}
+
+func cpuNow() int64 {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return ru.Utime.Nano() + ru.Stime.Nano()
 }
