@@ -25,6 +25,9 @@ type Features struct {
 	// from elsewhere in the log is written, and repeating an applied append with the same ids and
 	// condition succeeds without writing again. Without it, any reused id is refused.
 	IdempotentByPosition bool
+	// SubscribeBatch is the most events one Subscribe delivery carries; when set, the suite
+	// subscribes to a log of more than two batches (the catching-up path).
+	SubscribeBatch int
 }
 
 // Factory returns a fresh, empty store. The suite closes it.
@@ -51,6 +54,7 @@ func Exercise(t *testing.T, newStore Factory, f Features) {
 		{"ConcurrentAppendsManyStreams", testConcurrentManyStreams},
 		{"SubscribeCatchUpAndLive", testSubscribe},
 		{"SubscribeStopsOnHandlerError", testSubscribeHandlerError},
+		{"SubscribeCatchUpOverBatches", testSubscribeOverBatches},
 		{"Head", testHead},
 	}
 	for _, tt := range tests {
@@ -415,6 +419,68 @@ func testSubscribe(t *testing.T, s eventstore.Store, _ Features) {
 	cancel2()
 	if err := <-done; !errors.Is(err, context.Canceled) {
 		t.Errorf("resumed subscribe returned %v, want context.Canceled", err)
+	}
+}
+
+// testSubscribeOverBatches: a subscriber behind by more than two batches gets every event once,
+// in log order, including those appended while it applies a batch (a backend may read its next
+// batch meanwhile); a handler error ends the subscription with that error.
+func testSubscribeOverBatches(t *testing.T, s eventstore.Store, f Features) {
+	if f.SubscribeBatch == 0 {
+		t.Skip("the backend declares no Subscribe batch size")
+	}
+	const chunk = 500
+	total := 2*f.SubscribeBatch + 7
+	for i := 0; i < total; i += chunk {
+		mustAppend(t, s, fmt.Sprint("s-", i), eventstore.NoStream(), Events(fmt.Sprint("e", i), min(chunk, total-i)))
+	}
+	want := total + 3
+	var got []eventstore.RecordedEvent
+	batches, reached, done := 0, make(chan struct{}), make(chan error, 1)
+	sctx, cancel := context.WithCancel(ctx(t))
+	defer cancel()
+	go func() {
+		done <- s.Subscribe(sctx, eventstore.Start, func(_ context.Context, evs []eventstore.RecordedEvent) error {
+			if batches++; batches == 1 {
+				if _, err := s.Append(sctx, "s-live", eventstore.NoStream(), Events("live", 3)); err != nil {
+					return err
+				}
+			}
+			got = append(got, evs...)
+			if len(got) >= want && len(got)-len(evs) < want {
+				close(reached)
+			}
+			return nil
+		})
+	}()
+	select {
+	case <-reached:
+	case err := <-done:
+		t.Fatalf("subscription ended early: %v", err)
+	case <-time.After(6 * wait):
+		cancel()
+		<-done
+		t.Fatalf("delivered %d of %d events", len(got), want)
+	}
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("subscribe returned %v, want context.Canceled", err)
+	}
+	all, err := s.ReadAll(ctx(t), eventstore.Start, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(all) != want || len(got) != want {
+		t.Fatalf("log has %d events, subscription saw %d, want %d", len(all), len(got), want)
+	}
+	for i := range all {
+		if got[i].ID != all[i].ID || got[i].Position != all[i].Position {
+			t.Fatalf("delivery %d = %s@%v, want %s@%v", i, got[i].ID, got[i].Position, all[i].ID, all[i].Position)
+		}
+	}
+	boom := errors.New("boom")
+	if err := s.Subscribe(ctx(t), eventstore.Start, func(context.Context, []eventstore.RecordedEvent) error { return boom }); !errors.Is(err, boom) {
+		t.Fatalf("subscribe returned %v, want the handler's error", err)
 	}
 }
 

@@ -55,8 +55,8 @@ func open(t *testing.T, conn string, opts kurrent.Options) *kurrent.Store {
 func TestConformance(t *testing.T) {
 	t.Parallel()
 	eventstoretest.Exercise(t, func(t *testing.T) eventstore.Store {
-		return setup(t, kurrent.Options{}).store
-	}, eventstoretest.Features{IdempotentByPosition: true})
+		return setup(t, kurrent.Options{SubscribeBatch: 100}).store
+	}, eventstoretest.Features{IdempotentByPosition: true, SubscribeBatch: 100})
 }
 
 // TestLive runs the conformance suite against the KurrentDB named by KURRENTDB_TEST_URL. Each

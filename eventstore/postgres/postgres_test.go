@@ -41,7 +41,7 @@ func TestConformance(t *testing.T) {
 	t.Parallel()
 	eventstoretest.Exercise(t, func(t *testing.T) eventstore.Store {
 		return newStore(t, newPool(t), postgres.Options{})
-	}, eventstoretest.Features{})
+	}, eventstoretest.Features{SubscribeBatch: postgres.SubscribeBatch})
 }
 
 func TestDuplicateEventIDIsNotConcurrency(t *testing.T) {

@@ -27,7 +27,7 @@ func TestConformance(t *testing.T) {
 			t.Fatal(err)
 		}
 		return s
-	}, eventstoretest.Features{})
+	}, eventstoretest.Features{SubscribeBatch: sqlite.SubscribeBatch})
 }
 
 // TestAppendsQueuedTogetherCommitOnce: appends that queue while the writer is busy commit in one
