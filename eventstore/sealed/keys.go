@@ -233,6 +233,22 @@ func (k *Keys) Ensure(ctx context.Context, tenant domain.TenantID, id domain.Inq
 	if dk != nil || err != nil {
 		return dk, err
 	}
+	return k.create(ctx, tenant, id)
+}
+
+// EnsureNew is Ensure for an inquiry that most likely has no key yet (its stream is being
+// created): it tries the insert first, which costs one statement instead of a read, an insert and
+// a read, and reads the stored key only when the insert found one (a retried intake, an erased
+// inquiry's tombstone).
+func (k *Keys) EnsureNew(ctx context.Context, tenant domain.TenantID, id domain.InquiryID) (*DataKey, error) {
+	if dk := k.fromCache(ident{tenant, id}); dk != nil {
+		return dk, nil
+	}
+	return k.create(ctx, tenant, id)
+}
+
+// create inserts a fresh wrapped key unless the inquiry has a row, then returns the stored key.
+func (k *Keys) create(ctx context.Context, tenant domain.TenantID, id domain.InquiryID) (*DataKey, error) {
 	raw := make([]byte, 32)
 	if _, err := rand.Read(raw); err != nil {
 		return nil, err
@@ -246,9 +262,10 @@ func (k *Keys) Ensure(ctx context.Context, tenant domain.TenantID, id domain.Inq
 	var kekID string
 	// Two first appends may race: the first insert wins and both use its key.
 	err = sqldb.Group(ctx, k.db, func(ctx context.Context, tx *sqldb.Tx) error {
-		if _, err := tx.ExecContext(ctx, k.db.Rebind(`INSERT INTO inquiry_keys (tenant_id, inquiry_id, wrapped, kek_id, created_at)
-			VALUES (?, ?, ?, ?, ?) ON CONFLICT (tenant_id, inquiry_id) DO NOTHING`),
-			string(tenant), string(id), wrapped, k.current, k.now().UnixNano()); err != nil {
+		err := tx.QueryRowContext(ctx, k.db.Rebind(`INSERT INTO inquiry_keys (tenant_id, inquiry_id, wrapped, kek_id, created_at)
+			VALUES (?, ?, ?, ?, ?) ON CONFLICT (tenant_id, inquiry_id) DO NOTHING RETURNING wrapped, kek_id`),
+			string(tenant), string(id), wrapped, k.current, k.now().UnixNano()).Scan(&stored, &kekID)
+		if !errors.Is(err, sql.ErrNoRows) {
 			return err
 		}
 		return tx.QueryRowContext(ctx, k.db.Rebind(`SELECT wrapped, kek_id FROM inquiry_keys WHERE tenant_id = ? AND inquiry_id = ?`),

@@ -187,3 +187,44 @@ func TestRewrapRotatesMasterKey(t *testing.T) {
 		}
 	})
 }
+
+// TestEnsureNewFindsStoredKey: the insert-first path of a new stream returns the key already
+// stored (a retried intake on a process with a cold cache) rather than a second one, and never
+// creates a key for an erased inquiry. SQLite and Postgres.
+func TestEnsureNewFindsStoredKey(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, db *sqldb.DB) {
+		ctx := t.Context()
+		first, err := sealed.NewKeys(ctx, db, nil, master(1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		tenant, id := domain.TenantID("t1"), domain.InquiryID("q-new")
+		dk, err := first.EnsureNew(ctx, tenant, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		box := dk.Seal([]byte("sealed once"), []byte("aad"))
+		cold, err := sealed.NewKeys(ctx, db, nil, master(1)) // another process: empty cache
+		if err != nil {
+			t.Fatal(err)
+		}
+		again, err := cold.EnsureNew(ctx, tenant, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, err := again.Open(box, []byte("aad")); err != nil || string(got) != "sealed once" {
+			t.Fatalf("the second EnsureNew returned another key: %q, %v", got, err)
+		}
+		if err := first.Destroy(ctx, tenant, id); err != nil {
+			t.Fatal(err)
+		}
+		fresh, err := sealed.NewKeys(ctx, db, nil, master(1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := fresh.EnsureNew(ctx, tenant, id); !errors.Is(err, sealed.ErrErased) {
+			t.Fatalf("EnsureNew after destroy = %v, want ErrErased", err)
+		}
+	})
+}

@@ -89,7 +89,11 @@ func (s *Store) Append(ctx context.Context, stream string, expected eventstore.E
 			continue
 		}
 		if dk == nil {
-			if dk, err = s.keys.Ensure(ctx, tenant, id); err != nil {
+			ensure := s.keys.Ensure
+			if expected.IsNoStream() {
+				ensure = s.keys.EnsureNew
+			}
+			if dk, err = ensure(ctx, tenant, id); err != nil {
 				return eventstore.AppendResult{}, err
 			}
 		}

@@ -124,6 +124,9 @@ func (p *Projection) Apply(ctx context.Context, b *projections.Batch) error {
 			q, args = `INSERT INTO `+ret+` (tenant_id, inquiry_id, category) VALUES (?, ?, ?) ON CONFLICT (tenant_id, inquiry_id) DO NOTHING`,
 				[]any{m.TenantID, id, ev.Category}
 		case domain.InquiryStatusChanged:
+			if !ev.To.Terminal() && ev.From != "" && !ev.From.Terminal() {
+				continue // open to open: closed_at stays NULL
+			}
 			closed := sql.NullInt64{}
 			if ev.To.Terminal() {
 				closed = sql.NullInt64{Int64: at, Valid: true}

@@ -112,6 +112,11 @@ func (p *Intents) Apply(ctx context.Context, b *projections.Batch) error {
 			}
 		}
 	}
+	type active struct {
+		lists  []string
+		delays []time.Duration
+	}
+	actives := map[domain.TenantID]active{} // one read per tenant per batch
 	for _, k := range order {
 		v := desired[k]
 		if err := slackeffects.RaiseDesired(ctx, b, table, k.tenant, k.id, v); err != nil {
@@ -120,10 +125,15 @@ func (p *Intents) Apply(ctx context.Context, b *projections.Batch) error {
 		if b.Replaying {
 			continue // a rebuild never emits: the live generation did
 		}
-		lists, delays, err := activeLists(ctx, b.DB, b.Tx, k.tenant)
-		if err != nil {
-			return err
+		a, known := actives[k.tenant]
+		if !known {
+			var err error
+			if a.lists, a.delays, err = activeLists(ctx, b.DB, b.Tx, k.tenant); err != nil {
+				return err
+			}
+			actives[k.tenant] = a
 		}
+		lists, delays := a.lists, a.delays
 		for i, list := range lists {
 			sync := SyncArgs{Tenant: k.tenant, Inquiry: k.id, List: list, Version: v}
 			if err := p.emit(ctx, b, fmt.Sprintf("slack/list/%s/%s/%s/%d", k.tenant, k.id, list, v), sync, time.Time{}); err != nil {

@@ -113,6 +113,7 @@ func (p *Intents) Apply(ctx context.Context, b *projections.Batch) error {
 			return err
 		}
 	}
+	hasDest := map[domain.TenantID]bool{} // one lookup per tenant per batch
 	for _, k := range order {
 		v := desired[k]
 		if err := slackeffects.RaiseDesired(ctx, b, table, k.tenant, k.id, v); err != nil {
@@ -121,9 +122,13 @@ func (p *Intents) Apply(ctx context.Context, b *projections.Batch) error {
 		if b.Replaying {
 			continue // a rebuild never emits: the live generation did
 		}
-		has, err := p.Install.HasDestination(ctx, b.Tx, k.tenant)
-		if err != nil {
-			return err
+		has, known := hasDest[k.tenant]
+		if !known {
+			var err error
+			if has, err = p.Install.HasDestination(ctx, b.Tx, k.tenant); err != nil {
+				return err
+			}
+			hasDest[k.tenant] = has
 		}
 		if !has && erased[k] {
 			// An erasure deletes a posted thread even when the tenant has no destination any
