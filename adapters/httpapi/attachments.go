@@ -84,16 +84,23 @@ func (s *Server) addAttachments(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusCreated, map[string]any{"items": out})
 }
 
-// mayAttach: the inquiry exists in p's tenant, and p works inquiries or submitted this one.
+// mayAttach: the inquiry exists in p's tenant, p works inquiries or submitted this one, and it
+// takes writes (an archived one refuses them from every path, an erased one too).
 func (s *Server) mayAttach(ctx context.Context, p domain.Principal, id domain.InquiryID) error {
 	q, err := s.Load(ctx, p.TenantID, id)
 	if err != nil {
 		return err
 	}
-	if domain.Authorize(p, domain.ActNote) == nil || (q.SubmittedBy != "" && q.SubmittedBy == p.ID) {
-		return nil
+	if domain.Authorize(p, domain.ActNote) != nil && (q.SubmittedBy == "" || q.SubmittedBy != p.ID) {
+		return domain.ErrNotFound
 	}
-	return domain.ErrNotFound
+	switch {
+	case q.Erased:
+		return domain.ErrErased
+	case q.Archived:
+		return domain.ErrArchived
+	}
+	return nil
 }
 
 // readFiles reads every file part within the limits, sniffing and naming each; at least one.

@@ -417,3 +417,34 @@ func TestPortalIntakeWithAttachmentsConcurrentReplays(t *testing.T) {
 		t.Fatalf("inquiries = %s", l.raw)
 	}
 }
+
+// TestAttachmentRefusedOnArchivedInquiry: an archived inquiry refuses operator writes from every
+// path, attachments included: an operator's upload and its submitting portal's are 409 archived,
+// and nothing is stored; after unarchive the upload is accepted again.
+func TestAttachmentRefusedOnArchivedInquiry(t *testing.T) {
+	t.Parallel()
+	tb := setup(t)
+	integ := tb.integration(t, "acme", "Portal")
+	r := tb.portalSubmit(t, integ, "arch-1", portalBody)
+	if r.status != http.StatusCreated {
+		t.Fatal(r.raw)
+	}
+	id := r.body["id"].(string)
+	if r := tb.do(t, "POST", "/v1/inquiries/"+id+"/archive", tb.admin, map[string]string{"If-Match": `"1"`}, `{"reason":"done"}`); r.status != http.StatusOK {
+		t.Fatalf("archive = %d %s", r.status, r.raw)
+	}
+	for _, token := range []string{tb.op, integ} {
+		if r := tb.attach(t, token, id, upload{"receipt.txt", "Paid on 3 March."}); r.status != http.StatusConflict || r.code() != "archived" {
+			t.Fatalf("upload to an archived inquiry = %d %s", r.status, r.raw)
+		}
+	}
+	if got := tb.attachments(t, id); len(got) != 0 {
+		t.Fatalf("stored on an archived inquiry: %v", got)
+	}
+	if r := tb.do(t, "POST", "/v1/inquiries/"+id+"/unarchive", tb.admin, map[string]string{"If-Match": `"2"`}, ""); r.status != http.StatusOK {
+		t.Fatalf("unarchive = %d %s", r.status, r.raw)
+	}
+	if r := tb.attach(t, tb.op, id, upload{"receipt.txt", "Paid on 3 March."}); r.status != http.StatusCreated {
+		t.Fatalf("upload after unarchive = %d %s", r.status, r.raw)
+	}
+}
