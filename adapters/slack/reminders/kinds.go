@@ -134,7 +134,8 @@ func (s *Service) dueEvent(ctx context.Context, tenant domain.TenantID, id domai
 }
 
 // recipients resolves principals still of the tenant to their linked Slack users in the
-// installation (else their display names), dropping those that are gone.
+// installation (else their display names), dropping those that are gone or may no longer read
+// inquiries (a disabled principal), as a follow-up's recipients are chosen when it fires.
 func (s *Service) recipients(ctx context.Context, tenant domain.TenantID, key string, ids []domain.PrincipalID) ([]Recipient, error) {
 	var alive []domain.Principal
 	seen := map[domain.PrincipalID]bool{}
@@ -149,6 +150,9 @@ func (s *Service) recipients(ctx context.Context, tenant domain.TenantID, key st
 		}
 		if err != nil {
 			return nil, err
+		}
+		if domain.Authorize(p, domain.ActRead) != nil {
+			continue
 		}
 		alive = append(alive, p)
 	}

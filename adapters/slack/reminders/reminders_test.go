@@ -16,6 +16,7 @@ import (
 	"github.com/casebook/casebook/app/apptest"
 	"github.com/casebook/casebook/commands"
 	"github.com/casebook/casebook/domain"
+	"github.com/casebook/casebook/tenancy"
 )
 
 // followUpFired takes an inquiry in, posts its thread, lets Olga claim it with Bob and Carl as
@@ -363,4 +364,41 @@ func TestReminderReplyRecoveredUnderHistoryLimits(t *testing.T) {
 	if limited == 0 {
 		t.Fatal("the lookup never met the rate limit: the window was one page")
 	}
+}
+
+// TestSLARepliesLeaveDisabledWatcherOut: a watcher disabled after being added is not mentioned by
+// the inquiry's SLA warning and breach replies, as a disabled principal is left out of a
+// follow-up's recipients: its Slack user is no longer told about the inquiry. On SQLite and
+// Postgres.
+func TestSLARepliesLeaveDisabledWatcherOut(t *testing.T) {
+	t.Parallel()
+	apptest.EachBackend(t, func(t *testing.T, cfg app.Config) {
+		b := setup(t, cfg, "internal")
+		ctx := t.Context()
+		if _, _, err := b.app.Commands.SetSLAPolicy(ctx, commands.SetSLAPolicy{Tenant: b.tenant, Actor: b.admin, Policy: []byte(policy)}); err != nil {
+			t.Fatal(err)
+		}
+		id := apptest.Intake(t, b.app, b.tenant, "k1")
+		if _, err := b.app.Commands.AddWatcher(ctx, commands.AddWatcher{Target: b.target(id, b.olga), Principal: b.bob.ID}); err != nil {
+			t.Fatal(err)
+		}
+		disable := true
+		if _, _, err := b.app.Tenancy.ChangePrincipal(ctx, tenancy.PrincipalChange{Slug: "acme", ID: b.bob.ID, Disable: &disable, Reason: "left"}); err != nil {
+			t.Fatal(err)
+		}
+		noErrors(t, b.sync(t))
+		b.clock.Advance(31 * time.Minute)
+		b.tick(t) // warning
+		noErrors(t, b.sync(t))
+		b.clock.Advance(30 * time.Minute)
+		b.tick(t) // breach
+		noErrors(t, b.sync(t))
+		reps := b.reminderReplies(t, id)
+		if len(reps) != 2 {
+			t.Fatalf("replies = %s", raw(t, reps))
+		}
+		if got := raw(t, reps); strings.Contains(got, bobSlack) || strings.Contains(got, "Bob") {
+			t.Fatalf("the SLA replies mention the disabled watcher: %s", got)
+		}
+	})
 }
