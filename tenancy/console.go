@@ -52,9 +52,14 @@ func randomString(n int) string {
 
 // StartSession signs in with an operator token: it returns the principal, the session and the
 // session's secret. The session ends at ttl or at the token's own expiry, whichever is first; it
-// lasts only while its token is valid (a revoked token ends every session made with it).
+// lasts only while its token is valid (a revoked token ends every session made with it). A valid
+// token of a disabled principal is domain.ErrPrincipalDisabled, returned with that principal so
+// the refusal can be audited (it must not be used for anything else).
 func (s *Store) StartSession(ctx context.Context, token string, ttl time.Duration) (domain.Principal, Session, string, error) {
 	p, err := s.Authenticate(ctx, token)
+	if errors.Is(err, domain.ErrPrincipalDisabled) {
+		return p, Session{}, "", err
+	}
 	if err == nil {
 		// The console is for people who read inquiries; an integration's token signs nobody in.
 		err = domain.Authorize(p, domain.ActRead)

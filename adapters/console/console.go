@@ -82,8 +82,12 @@ type Console struct {
 	Due Due
 	// AdminAudit records admin actions with their reasons.
 	AdminAudit *commands.AdminAudit
-	Logger     *slog.Logger
-	Now        func() time.Time
+	// Audit records sign-ins refused because the token's principal is disabled (command
+	// "console_signin", code principal_disabled, the principal as actor; never the token or the
+	// client's address), beside the commands' refusals; nil records nothing.
+	Audit  commands.AuditSink
+	Logger *slog.Logger
+	Now    func() time.Time
 	// SessionTTL bounds a session (DefaultSessionTTL if zero); a token that expires first ends it.
 	SessionTTL time.Duration
 	// SecureCookies marks cookies Secure even on plain-HTTP requests (the console is served over
@@ -302,9 +306,13 @@ func (c *Console) signin(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		status := http.StatusUnauthorized
 		msg := "That token is not valid: it is unknown, revoked or expired."
-		if errors.Is(err, domain.ErrForbidden) {
+		switch {
+		case errors.Is(err, domain.ErrPrincipalDisabled):
+			status, msg = http.StatusForbidden, "This account is disabled. An admin of your organization can enable it again."
+			c.auditSignInRefused(w, r, p, err)
+		case errors.Is(err, domain.ErrForbidden):
 			status, msg = http.StatusForbidden, "That token belongs to an integration, which cannot sign in to the console."
-		} else if !errors.Is(err, domain.ErrUnauthenticated) {
+		case !errors.Is(err, domain.ErrUnauthenticated):
 			status, msg = http.StatusInternalServerError, "Something went wrong on our side. Please try again."
 			c.Logger.ErrorContext(r.Context(), "console sign-in", "request_id", requestID(w), "err", err)
 		}
@@ -314,6 +322,20 @@ func (c *Console) signin(w http.ResponseWriter, r *http.Request) {
 	http.SetCookie(w, c.cookie(r, secret, s.ExpiresAt))
 	c.Logger.InfoContext(r.Context(), "console sign-in", "request_id", requestID(w), "principal", string(p.ID))
 	http.Redirect(w, r, next, http.StatusSeeOther) //nolint:gosec // safeNext allows only local console paths
+}
+
+// auditSignInRefused records a sign-in refused for a disabled principal, as the API records its
+// token's refusals: the principal's id and tenant, the request id and the code, nothing personal.
+func (c *Console) auditSignInRefused(w http.ResponseWriter, r *http.Request, p domain.Principal, err error) {
+	c.Logger.WarnContext(r.Context(), "console sign-in refused", "request_id", requestID(w), "principal", string(p.ID), "code", commands.ErrorCode(err))
+	if c.Audit == nil {
+		return
+	}
+	e := commands.AuditEntry{RequestID: requestID(w), Tenant: p.TenantID, Actor: p.ID, Command: "console_signin",
+		Outcome: commands.OutcomeRefused, Code: commands.ErrorCode(err), At: c.Now().UTC()}
+	if aerr := c.Audit.Record(context.WithoutCancel(r.Context()), e); aerr != nil {
+		c.Logger.ErrorContext(r.Context(), "audit write failed", "request_id", e.RequestID, "err", aerr)
+	}
 }
 
 func (c *Console) secure(r *http.Request) bool { return r.TLS != nil || c.SecureCookies }

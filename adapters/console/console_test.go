@@ -20,6 +20,7 @@ import (
 
 	"github.com/casebook/casebook/app"
 	"github.com/casebook/casebook/app/apptest"
+	"github.com/casebook/casebook/commands"
 	"github.com/casebook/casebook/domain"
 	"github.com/casebook/casebook/eventstore"
 	"github.com/casebook/casebook/internal/clientaddr"
@@ -773,4 +774,56 @@ func TestDisabledPrincipalSignedOut(t *testing.T) {
 	if p := c.get("/console/inbox"); p.status != http.StatusSeeOther {
 		t.Fatalf("an ended session came back after enable: %d", p.status)
 	}
+}
+
+// TestDisabledPrincipalSignInAudited: a sign-in with the valid token of a disabled principal is
+// refused (403, no session cookie, a message that says the account is disabled) and leaves one
+// refused entry in the command audit (console_signin, principal_disabled, the principal as actor,
+// the request's id), with neither the token nor the principal's name in the audit or the logs;
+// an unknown token is refused without an entry. SQLite and Postgres.
+func TestDisabledPrincipalSignInAudited(t *testing.T) {
+	t.Parallel()
+	apptest.EachBackend(t, func(t *testing.T, cfg app.Config) {
+		tb := setup(t, cfg)
+		yes := true
+		if _, _, err := tb.app.Tenancy.ChangePrincipal(t.Context(), tenancy.PrincipalChange{Slug: "acme", ID: tb.opP.ID, Disable: &yes}); err != nil {
+			t.Fatal(err)
+		}
+		p := tb.client(t).do("POST", "/console/signin", url.Values{"token": {tb.op}}, nil)
+		if p.status != http.StatusForbidden || !strings.Contains(p.body, "This account is disabled") || strings.Contains(p.body, "integration") {
+			t.Fatalf("sign-in of a disabled principal: %d %q", p.status, p.body)
+		}
+		if ck := p.header.Get("Set-Cookie"); ck != "" {
+			t.Fatalf("a refused sign-in set a cookie: %q", ck)
+		}
+		if q := tb.client(t).do("POST", "/console/signin", url.Values{"token": {"cb_unknown"}}, nil); q.status != http.StatusUnauthorized {
+			t.Fatalf("unknown token: %d", q.status)
+		}
+		entries, err := tb.app.Audit.Entries(t.Context(), tb.opP.TenantID, 20)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []commands.AuditEntry
+		for _, e := range entries {
+			if e.Command == "console_signin" {
+				got = append(got, e)
+			}
+		}
+		if len(got) != 1 || got[0].Actor != tb.opP.ID || got[0].Outcome != commands.OutcomeRefused || got[0].Code != "principal_disabled" ||
+			got[0].RequestID == "" || got[0].RequestID != p.header.Get("X-Request-Id") {
+			t.Fatalf("sign-in audit = %+v, want one refusal of %s under request %q", got, tb.opP.ID, p.header.Get("X-Request-Id"))
+		}
+		raw, _ := json.Marshal(entries)
+		tb.mu.Lock()
+		logs := tb.logs.String()
+		tb.mu.Unlock()
+		for _, secret := range []string{tb.op, "Olga"} {
+			if strings.Contains(string(raw), secret) || strings.Contains(logs, secret) {
+				t.Fatalf("%q in the audit or the logs", secret)
+			}
+		}
+		if !strings.Contains(logs, "console sign-in refused") {
+			t.Fatalf("refusal not logged: %s", logs)
+		}
+	})
 }
