@@ -91,6 +91,14 @@ func (l *Ledger) Claim(ctx context.Context, key string, stale time.Duration) (fr
 	return false, n == 1, nil
 }
 
+// Attempted reports whether a write for key was claimed and not released: it may have reached
+// Slack.
+func (l *Ledger) Attempted(ctx context.Context, key string) (bool, error) {
+	var n int
+	err := l.DB.QueryRowContext(ctx, l.DB.Rebind(`SELECT count(*) FROM slack_effect_attempts WHERE effect_key = ?`), key).Scan(&n)
+	return n > 0, err
+}
+
 // Window returns the span (our clock) in which an earlier attempt of key may have posted, zero
 // times when there is none to look for.
 func (l *Ledger) Window(ctx context.Context, key string) (from, to time.Time, err error) {

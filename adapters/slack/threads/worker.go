@@ -80,8 +80,11 @@ func (w *Worker) Plan(ctx context.Context, a SyncArgs) (*slackeffects.Plan, erro
 		// Erasure: delete the thread where it was posted, with the installation that posted it,
 		// whatever the destinations say now (one may have been removed or moved since); an
 		// erased inquiry is never posted.
-		if th.TS == "" || th.Deleted {
+		if th.Deleted {
 			return nil, nil
+		}
+		if th.TS == "" {
+			return w.planUnrecordedRootDeletion(ctx, q, th)
 		}
 		in, err := w.install().InstallationOfKey(ctx, a.Tenant, th.Installation)
 		if errors.Is(err, domain.ErrNotFound) {
@@ -132,6 +135,52 @@ func (w *Worker) Plan(ctx context.Context, a SyncArgs) (*slackeffects.Plan, erro
 	}, nil
 }
 
+// planUnrecordedRootDeletion plans the erasure of a root that may have been posted without being
+// recorded (a post whose outcome was unknown, or a worker that died before its record): when the
+// ledger holds an attempt of the root's effect key at the tenant's destination, the attempt's
+// window is looked up like a retried post's and a root found there is deleted with its thread.
+// Without an attempt nothing was posted: no Slack I/O.
+func (w *Worker) planUnrecordedRootDeletion(ctx context.Context, q *domain.Inquiry, th threadState) (*slackeffects.Plan, error) {
+	dest, err := w.install().DestinationFor(ctx, q.TenantID, q.Team)
+	if errors.Is(err, domain.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	key := rootKey(q, dest, "")
+	if tried, err := w.Effects.Ledger.Attempted(ctx, key); err != nil || !tried {
+		return nil, err
+	}
+	return &slackeffects.Plan{
+		Target:       slackeffects.Target{Tenant: q.TenantID, Installation: dest.Installation.Key, Destination: dest.Channel, Inquiry: q.ID},
+		Installation: dest.Installation,
+		Do: func(ctx context.Context, api *slack.Client) error {
+			fresh, reconcile, err := w.Effects.Ledger.Claim(ctx, key, w.Effects.Timing.AttemptStale)
+			switch {
+			case err != nil:
+				return err
+			case fresh: // released meanwhile: nothing was posted
+				return w.Effects.Ledger.Release(ctx, key)
+			case !reconcile:
+				return slackeffects.Snooze(w.Effects.Timing.InFlightRecheck) // the post may still be in flight
+			}
+			ts, err := w.Effects.FindPosted(ctx, api, w.install().Sealer, dest.Channel, key)
+			if err != nil || ts == "" {
+				return err
+			}
+			found := th
+			found.Installation, found.Channel, found.TS = dest.Installation.Key, dest.Channel, ts
+			return w.deleteThread(ctx, api, q, found)
+		},
+	}, nil
+}
+
+// rootKey is the effect key of q's root in dest; after names a vanished root it replaces.
+func rootKey(q *domain.Inquiry, dest slackinstall.Destination, after string) string {
+	return fmt.Sprintf("root/%s/%s/%s/%s/%s", q.TenantID, q.ID, dest.Installation.Key, dest.Channel, after)
+}
+
 // changedIf is at when the write is debounced, else zero.
 func changedIf(debounced bool, at time.Time) time.Time {
 	if !debounced {
@@ -165,7 +214,7 @@ func (w *Worker) post(ctx context.Context, api *slack.Client, channel, key strin
 // postRoot posts (or adopts) the root message in dest and records it before anything else.
 // after names a root that vanished, so its replacement gets its own effect key.
 func (w *Worker) postRoot(ctx context.Context, api *slack.Client, dest slackinstall.Destination, q *domain.Inquiry, th threadState, after string) error {
-	key := fmt.Sprintf("root/%s/%s/%s/%s/%s", q.TenantID, q.ID, dest.Installation.Key, dest.Channel, after)
+	key := rootKey(q, dest, after)
 	fresh, reconcile, err := w.Effects.Ledger.Claim(ctx, key, w.Effects.Timing.AttemptStale)
 	if err != nil {
 		return err

@@ -313,3 +313,41 @@ func TestThreadDeletedUnderHistoryLimits(t *testing.T) {
 		}
 	}
 }
+
+// TestErasureDeletesRootWhosePostWasNotRecorded: the root was posted but the worker died before
+// recording it (the post's outcome unknown to Casebook), then the inquiry is erased: the erasure
+// looks the root up by its effect key and deletes it, so no message about the erased inquiry is
+// left in Slack.
+func TestErasureDeletesRootWhosePostWasNotRecorded(t *testing.T) {
+	t.Parallel()
+	eachBackend(t, func(t *testing.T, b *bundle) {
+		id := b.intake(t, "k1")
+		b.project(t)
+		j := b.jobs(t)[0]
+		b.app.Threads.SetAfterPost(func() error { return errors.New("crash") })
+		if err := b.workJob(t.Context(), t, j); err == nil {
+			t.Fatal("crash not reported")
+		}
+		b.app.Threads.SetAfterPost(nil)
+		oneRoot(t, b)
+		if _, err := b.app.Commands.Erase(t.Context(), commands.Erase{Target: commands.Target{Tenant: b.tenant, InquiryID: id, Actor: b.admin}}); err != nil {
+			t.Fatal(err)
+		}
+		b.project(t)
+		for range 3 {
+			b.clock.Advance(2 * time.Minute) // past the in-flight guard
+			for _, j := range b.jobs(t) {
+				_ = b.workJob(t.Context(), t, j)
+			}
+			b.project(t)
+		}
+		for _, m := range b.roots() {
+			if m.Subtype != "tombstone" {
+				t.Fatalf("a message of the erased inquiry is left in Slack: %s %q", m.TS, m.Text)
+			}
+		}
+		if n := b.fake.CallCount("chat.postMessage"); n != 1 {
+			t.Fatalf("chat.postMessage called %d times, want 1", n)
+		}
+	})
+}
