@@ -5,10 +5,12 @@
 //     (a follow-up's recipients as authorized when it fired; the owner and watchers for the SLA
 //     events). Recipients without a linked Slack user are named only where the destination is
 //     cleared for personal data, else counted; where owner and watchers are not cleared (a public
-//     channel) nobody is mentioned.
+//     channel) nobody is mentioned. A principal disabled by the time the reply is posted is left
+//     out (neither mentioned nor counted); the reply still says what is due.
 //   - The escalation post (kind slack_escalation_post): an InquiryEscalated event becomes one
 //     top-level message in the tenant's escalation destination (slackinstall's setting), rendered
-//     for that destination's clearance by the one redaction policy (domain.FieldClasses).
+//     for that destination's clearance by the one redaction policy (domain.FieldClasses); a
+//     disabled owner is left out (no owner line).
 //
 // Both re-read canonical state and do nothing when the reason has gone: the inquiry is closed, or
 // (a warning) its target was met meanwhile. Effect keys are deterministic per event (tenant +

@@ -402,3 +402,83 @@ func TestSLARepliesLeaveDisabledWatcherOut(t *testing.T) {
 		}
 	})
 }
+
+// TestDisabledPrincipalNotMentioned: a principal disabled after it became a follow-up's recipient
+// or the inquiry's owner is not pinged: the follow-up reply, the SLA replies and the escalation
+// post still say the inquiry is due (or escalated) but mention neither the disabled owner nor the
+// disabled watcher, count them nowhere, and leave the escalation without an owner line; the
+// others are still addressed. The control run, nobody disabled, mentions the owner in each.
+func TestDisabledPrincipalNotMentioned(t *testing.T) {
+	t.Parallel()
+	apptest.EachBackend(t, func(t *testing.T, cfg app.Config) {
+		b := setup(t, cfg, "internal")
+		id := followUpFired(t, b, "k1") // owner and setter Olga; watchers Bob (linked) and Carl (unlinked)
+		disable := true
+		for _, p := range []domain.Principal{b.olga, b.bob} {
+			if _, _, err := b.app.Tenancy.ChangePrincipal(t.Context(), tenancy.PrincipalChange{Slug: "acme", ID: p.ID, Disable: &disable, Reason: "left"}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		noErrors(t, b.sync(t))
+		reps := b.reminderReplies(t, id)
+		if len(reps) != 1 || !strings.HasPrefix(reps[0].Text, "Follow-up due") {
+			t.Fatalf("replies = %s, want the one follow-up reply", raw(t, reps))
+		}
+		got := raw(t, reps[0])
+		if strings.Contains(got, olgaSlack) || strings.Contains(got, bobSlack) || !strings.Contains(got, "1 without a linked Slack account") {
+			t.Fatalf("the follow-up reply, owner and one watcher disabled: %s", got)
+		}
+	})
+	for _, disabled := range []bool{false, true} {
+		t.Run(map[bool]string{false: "escalation control", true: "escalation owner disabled"}[disabled], func(t *testing.T) {
+			t.Parallel()
+			b := setup(t, apptest.Backends[0].Config(t), "internal")
+			b.escalateTo(t, "internal")
+			ctx := t.Context()
+			if _, _, err := b.app.Commands.SetSLAPolicy(ctx, commands.SetSLAPolicy{Tenant: b.tenant, Actor: b.admin, Policy: []byte(policy)}); err != nil {
+				t.Fatal(err)
+			}
+			id := apptest.Intake(t, b.app, b.tenant, "k1")
+			if _, err := b.app.Commands.Claim(ctx, commands.Claim{Target: b.target(id, b.olga)}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := b.app.Commands.AddWatcher(ctx, commands.AddWatcher{Target: b.target(id, b.olga), Principal: b.bob.ID}); err != nil {
+				t.Fatal(err)
+			}
+			if disabled {
+				yes := true
+				if _, _, err := b.app.Tenancy.ChangePrincipal(ctx, tenancy.PrincipalChange{Slug: "acme", ID: b.olga.ID, Disable: &yes, Reason: "left"}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			noErrors(t, b.sync(t))
+			b.clock.Advance(2*time.Hour + time.Minute)
+			b.tick(t) // resolution warning
+			noErrors(t, b.sync(t))
+			b.clock.Advance(2 * time.Hour)
+			b.tick(t) // breach
+			b.tick(t) // escalation, due at the breach
+			noErrors(t, b.sync(t))
+			reps := b.reminderReplies(t, id)
+			if len(reps) != 2 || !strings.HasPrefix(reps[0].Text, "SLA warning") || !strings.HasPrefix(reps[1].Text, "SLA breached") {
+				t.Fatalf("replies = %s", raw(t, reps))
+			}
+			posts := b.fake.Messages(escChannel)
+			if len(posts) != 1 || !strings.Contains(raw(t, posts[0]), "Escalated: inquiry") {
+				t.Fatalf("escalation posts = %s", raw(t, posts))
+			}
+			esc := raw(t, posts[0])
+			for i, text := range []string{raw(t, reps[0]), raw(t, reps[1]), esc} {
+				if !strings.Contains(text, bobSlack) && i < 2 {
+					t.Errorf("the enabled watcher is not mentioned: %s", text)
+				}
+				if mentioned := strings.Contains(text, olgaSlack); mentioned == disabled {
+					t.Errorf("owner disabled %v, mentioned %v: %s", disabled, mentioned, text)
+				}
+			}
+			if hasOwner := strings.Contains(esc, "Owner:"); hasOwner == disabled {
+				t.Errorf("owner disabled %v, escalation owner line %v: %s", disabled, hasOwner, esc)
+			}
+		})
+	}
+}
