@@ -40,6 +40,17 @@ type SlackThreadDeleted struct {
 	Kept    int    `json:"kept,omitempty"`
 }
 
+// SlackThreadDeleteProgress records how far an erasure's deletion of the thread at (Channel, TS)
+// has examined its replies: every reply up to Through was deleted or, Kept of them, refused (people's
+// own replies). The next run reads the replies after Through, so a thread whose first pages hold
+// only replies the app may not delete still converges under Slack's history limits.
+type SlackThreadDeleteProgress struct {
+	Channel string `json:"channel"`
+	TS      string `json:"ts"`
+	Through string `json:"through"`
+	Kept    int    `json:"kept,omitempty"`
+}
+
 // StreamKind is the kind of an inquiry's thread stream, slackthread-{tenant}-{inquiry}.
 const StreamKind = "slackthread"
 
@@ -59,6 +70,10 @@ type threadState struct {
 	TS           string
 	Observed     uint64
 	Deleted      bool // the thread was deleted (erasure): never posted again
+	// Deletion is the progress of the thread's deletion (root DeletingTS): replies examined up to
+	// DeletedThrough, DeleteKept of them refused.
+	DeletingTS, DeletedThrough string
+	DeleteKept                 int
 }
 
 // readThread folds the thread events of an inquiry: the log, not a projection, is what the worker
@@ -98,6 +113,12 @@ func (st *threadState) apply(typ string, data []byte) error {
 		}
 		st.TS, st.Channel, st.Installation, st.Deleted = "", "", "", true
 		st.Observed = max(st.Observed, e.Version)
+	case "SlackThreadDeleteProgress":
+		var e SlackThreadDeleteProgress
+		if err := json.Unmarshal(data, &e); err != nil {
+			return err
+		}
+		st.DeletingTS, st.DeletedThrough, st.DeleteKept = e.TS, e.Through, e.Kept
 	default:
 		return fmt.Errorf("threads: unknown event type %q", typ)
 	}

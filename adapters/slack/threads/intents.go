@@ -181,6 +181,8 @@ func (p *Intents) foldThread(ctx context.Context, b *projections.Batch, table st
 		}
 		return b.Exec(ctx, `UPDATE `+table+` SET observed_version = ? WHERE tenant_id = ? AND inquiry_id = ? AND observed_version < ?`,
 			ev.Version, tenant, id, ev.Version)
+	case "SlackThreadDeleteProgress":
+		return nil // the worker's own bookkeeping: the mapping holds until the thread is deleted
 	case "SlackThreadDeleted":
 		// The mapping is revoked: a click on the deleted thread's buttons finds no inquiry.
 		return b.Exec(ctx, `UPDATE `+table+` SET installation = '', channel_id = '', root_ts = '' WHERE tenant_id = ? AND inquiry_id = ?`, tenant, id)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"strings"
 	"time"
 
 	"github.com/slack-go/slack"
@@ -313,12 +314,17 @@ func (w *Worker) owner(ctx context.Context, q *domain.Inquiry, key string) (slac
 // records SlackThreadDeleted. A message already gone counts as deleted, so a retry converges.
 func (w *Worker) deleteThread(ctx context.Context, api *slack.Client, q *domain.Inquiry, th threadState) error {
 	// Page by page, deleting as it goes: under Slack's history limits for apps outside the
-	// Marketplace (15 messages a call, one call a minute) a long thread takes several runs, and each
-	// run deletes what it read before a 429 cuts it short.
-	kept, cursor := 0, ""
+	// Marketplace (15 messages a call, one call a minute) a long thread takes several runs. Each
+	// page examined is recorded (SlackThreadDeleteProgress) before the next is read, and a run
+	// resumes after the last reply recorded, so replies the app may not delete are read once, not
+	// as every run's first page.
+	kept, cursor, oldest, rev := 0, "", "", th.Revision
+	if th.DeletingTS == th.TS && th.DeletedThrough != "" {
+		kept, oldest = th.DeleteKept, th.DeletedThrough
+	}
 	for {
 		msgs, more, next, err := api.GetConversationRepliesContext(ctx, &slack.GetConversationRepliesParameters{
-			ChannelID: th.Channel, Timestamp: th.TS, Cursor: cursor, Limit: 200,
+			ChannelID: th.Channel, Timestamp: th.TS, Cursor: cursor, Oldest: oldest, Limit: 200,
 		})
 		if slackeffects.Classify(err).Code == "thread_not_found" {
 			break
@@ -343,11 +349,43 @@ func (w *Worker) deleteThread(ctx context.Context, api *slack.Client, q *domain.
 			break
 		}
 		cursor = next
+		through := ""
+		for _, m := range msgs {
+			if m.Timestamp != th.TS && tsAfter(m.Timestamp, through) {
+				through = m.Timestamp
+			}
+		}
+		if through == "" {
+			continue
+		}
+		res, err := w.Effects.Record(ctx, Stream(q.TenantID, q.ID), rev, q.TenantID, fmt.Sprintf("slack:delete/%s/%s/%s/through/%s", q.TenantID, q.ID, th.TS, through),
+			"SlackThreadDeleteProgress", SlackThreadDeleteProgress{Channel: th.Channel, TS: th.TS, Through: through, Kept: kept})
+		if err != nil {
+			return err
+		}
+		rev = int64(res.NextRevision)
 	}
 	if _, _, err := api.DeleteMessageContext(ctx, th.Channel, th.TS); err != nil && slackeffects.Classify(err).Class != slackeffects.ClassGone {
 		return err
 	}
-	_, err := w.Effects.Record(ctx, Stream(q.TenantID, q.ID), th.Revision, q.TenantID, fmt.Sprintf("slack:delete/%s/%s/%s", q.TenantID, q.ID, th.TS),
+	_, err := w.Effects.Record(ctx, Stream(q.TenantID, q.ID), rev, q.TenantID, fmt.Sprintf("slack:delete/%s/%s/%s", q.TenantID, q.ID, th.TS),
 		"SlackThreadDeleted", SlackThreadDeleted{Channel: th.Channel, TS: th.TS, Version: q.Version, Kept: kept})
 	return err
+}
+
+// tsAfter reports whether Slack timestamp a ("seconds.micros") is later than b; every ts is
+// after "".
+func tsAfter(a, b string) bool {
+	if b == "" {
+		return a != ""
+	}
+	ai, af, _ := strings.Cut(a, ".")
+	bi, bf, _ := strings.Cut(b, ".")
+	if len(ai) != len(bi) {
+		return len(ai) > len(bi)
+	}
+	if ai != bi {
+		return ai > bi
+	}
+	return af > bf
 }

@@ -2,6 +2,7 @@ package threads_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"strings"
@@ -311,6 +312,76 @@ func TestThreadDeletedUnderHistoryLimits(t *testing.T) {
 		if r.Text != "a person's" {
 			t.Fatalf("a reply of ours was left: %+v", r)
 		}
+	}
+}
+
+// TestThreadDeletionResumesAfterPeoplesReplies: an erased inquiry's thread opens with more replies
+// people wrote (which the app may not delete) than one page of conversations.replies holds under
+// the non-Marketplace limits. Each run records the last reply it examined and the next run reads
+// after it, so the thread converges: every reply of ours and the root are deleted, the people's
+// replies stay, and SlackThreadDeleted counts each of them once. Reading from the top each run
+// met the same page of people's replies and a 429 every time.
+func TestThreadDeletionResumesAfterPeoplesReplies(t *testing.T) {
+	t.Parallel()
+	b := setupWith(t, backends[0].Config(t), "personal", fakeslack.Options{NonMarketplace: true})
+	id := b.intake(t, "k1")
+	b.project(t)
+	noErrors(t, b.work(t))
+	root := oneRoot(t, b).TS
+	const people, ours = 20, 10
+	for i := range people + ours {
+		m := fakeslack.Message{ThreadTS: root, Text: "a person's"}
+		if i >= people {
+			m = fakeslack.Message{ThreadTS: root, Text: "ours", BotID: b.fake.BotID(), User: b.fake.BotUserID()}
+		}
+		b.clock.Advance(time.Second)
+		if _, err := b.fake.InjectMessage(channel, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := b.app.Commands.Erase(t.Context(), commands.Erase{Target: commands.Target{Tenant: b.tenant, InquiryID: id, Actor: b.admin}}); err != nil {
+		t.Fatal(err)
+	}
+	b.project(t)
+	runs := 0
+	for len(b.roots()) > 0 && (len(b.roots()) != 1 || b.roots()[0].Subtype != "tombstone") {
+		if runs++; runs > 10 {
+			t.Fatalf("the thread was not deleted in 10 runs: %d replies left", len(b.roots()[0].Replies))
+		}
+		b.clock.Advance(2 * time.Minute) // past the cooldown and the rate-limit minute
+		for _, j := range b.jobs(t) {
+			_ = b.workJob(t.Context(), t, j)
+		}
+		b.project(t)
+	}
+	left := b.roots()
+	if len(left) != 1 || len(left[0].Replies) != people {
+		t.Fatalf("left %+v, want the root's tombstone with the %d replies people wrote", left, people)
+	}
+	for _, r := range left[0].Replies {
+		if r.Text != "a person's" {
+			t.Fatalf("a reply of ours was left: %+v", r)
+		}
+	}
+	evs, err := b.app.Store.ReadStream(t.Context(), threads.Stream(b.tenant, id), 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deleted, progress := 0, 0
+	for _, e := range evs {
+		switch e.Type {
+		case "SlackThreadDeleteProgress":
+			progress++
+		case "SlackThreadDeleted":
+			deleted++
+			var d threads.SlackThreadDeleted
+			if err := json.Unmarshal(e.Data, &d); err != nil || d.Kept != people {
+				t.Fatalf("SlackThreadDeleted = %+v (%v), want %d kept", d, err, people)
+			}
+		}
+	}
+	if deleted != 1 || progress == 0 {
+		t.Fatalf("%d SlackThreadDeleted and %d progress events, want 1 and some", deleted, progress)
 	}
 }
 
