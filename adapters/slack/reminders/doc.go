@@ -11,6 +11,9 @@
 //     top-level message in the tenant's escalation destination (slackinstall's setting), rendered
 //     for that destination's clearance by the one redaction policy (domain.FieldClasses); a
 //     disabled owner is left out (no owner line).
+//   - The escalation deletion (kind slack_escalation_erase): an InquiryErased event deletes the
+//     inquiry's escalation posts where they were posted, each recorded as SlackEscalationDeleted
+//     (the reminder replies are in the thread, which the thread effect deletes).
 //
 // Both re-read canonical state and do nothing when the reason has gone: the inquiry is closed, or
 // (a warning) its target was met meanwhile. Effect keys are deterministic per event (tenant +

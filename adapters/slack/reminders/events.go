@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	"github.com/casebook/casebook/domain"
 	"github.com/casebook/casebook/eventstore"
@@ -35,11 +36,19 @@ type SlackEscalationPosted struct {
 	Adopted      bool   `json:"adopted,omitempty"`
 }
 
+// SlackEscalationDeleted records that the escalation post TS was deleted (erasure).
+type SlackEscalationDeleted struct {
+	Channel string `json:"channel"`
+	TS      string `json:"ts"`
+}
+
 // posted is an inquiry's due-effect stream folded: what was posted, by "reminder/<v>" or
-// "escalation/<v>", and the stream's last revision (-1: none).
+// "escalation/<v>", the escalation posts not deleted yet, and the stream's last revision (-1:
+// none).
 type posted struct {
-	done map[string]bool
-	rev  int64
+	done        map[string]bool
+	escalations []SlackEscalationPosted
+	rev         int64
 }
 
 func readPosted(ctx context.Context, store eventstore.Store, tenant domain.TenantID, id domain.InquiryID) (posted, error) {
@@ -61,6 +70,17 @@ func readPosted(ctx context.Context, store eventstore.Store, tenant domain.Tenan
 			p.done[fmt.Sprintf("reminder/%d", v.Version)] = true
 		case "SlackEscalationPosted":
 			p.done[fmt.Sprintf("escalation/%d", v.Version)] = true
+			var ep SlackEscalationPosted
+			if err := json.Unmarshal(e.Data, &ep); err != nil {
+				return posted{}, err
+			}
+			p.escalations = append(p.escalations, ep)
+		case "SlackEscalationDeleted":
+			var d SlackEscalationDeleted
+			if err := json.Unmarshal(e.Data, &d); err != nil {
+				return posted{}, err
+			}
+			p.escalations = slices.DeleteFunc(p.escalations, func(ep SlackEscalationPosted) bool { return ep.Channel == d.Channel && ep.TS == d.TS })
 		default:
 			return posted{}, fmt.Errorf("reminders: unknown event type %q", e.Type)
 		}

@@ -18,12 +18,14 @@ import (
 // IntentsName is the subscriber's name.
 const IntentsName = "slackdueintents"
 
-// IntentsVersion changes whenever the emitted jobs change.
+// IntentsVersion changes whenever the emitted jobs change in a way a rebuild must see (a rebuild
+// emits nothing, so a kind emitted for new events only, as the escalation deletion, keeps it).
 const IntentsVersion = 1
 
 // Intents is the slackdueintents subscriber: for each FollowUpDue, SLAWarning and SLABreached it
 // queues a reminder reply job (tenants with a thread destination), for each InquiryEscalated an
-// escalation post job (tenants with an escalation destination), in its checkpoint's transaction.
+// escalation post job (tenants with an escalation destination), for each InquiryErased a job
+// deleting the inquiry's escalation posts, in its checkpoint's transaction.
 // Batch.Emit records the effect key first, so a redelivery never inserts twice and a rebuild
 // (Batch.Replaying) inserts nothing. It has no tables of its own.
 type Intents struct {
@@ -58,6 +60,8 @@ func (p *Intents) Apply(ctx context.Context, b *projections.Batch) error {
 			what = "reminder"
 		case "InquiryEscalated":
 			what = "escalation"
+		case "InquiryErased":
+			what = "escalation-erase"
 		default:
 			continue
 		}
@@ -75,10 +79,14 @@ func (p *Intents) Apply(ctx context.Context, b *projections.Batch) error {
 		v := e.Revision + 1
 		var has bool
 		var err error
-		if what == "reminder" {
+		switch what {
+		case "reminder":
 			has, err = p.Install.HasDestination(ctx, b.Tx, m.TenantID)
 			args = ReminderArgs{Tenant: m.TenantID, Inquiry: id, Version: v}
-		} else {
+		case "escalation-erase":
+			// Posts may have gone to a destination cleared since: the job reads what was posted.
+			has, args = true, EscalationEraseArgs{Tenant: m.TenantID, Inquiry: id}
+		default:
 			has, err = p.Install.HasEscalationDestination(ctx, b.Tx, m.TenantID)
 			args = EscalationArgs{Tenant: m.TenantID, Inquiry: id, Version: v}
 		}

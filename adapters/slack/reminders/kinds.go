@@ -46,6 +46,20 @@ func (a EscalationArgs) EffectRef() slackeffects.Ref {
 	return slackeffects.Ref{Tenant: a.Tenant, Inquiry: a.Inquiry, Version: a.Version}
 }
 
+// EscalationEraseArgs asks for the deletion of an erased inquiry's escalation posts.
+type EscalationEraseArgs struct {
+	Tenant  domain.TenantID  `json:"tenant_id"`
+	Inquiry domain.InquiryID `json:"inquiry_id"`
+}
+
+// Kind implements river.JobArgs: the escalation deletion kind and its queue.
+func (EscalationEraseArgs) Kind() string { return "slack_escalation_erase" }
+
+// EffectRef implements slackeffects.Args.
+func (a EscalationEraseArgs) EffectRef() slackeffects.Ref {
+	return slackeffects.Ref{Tenant: a.Tenant, Inquiry: a.Inquiry}
+}
+
 // Root is an inquiry's thread root (zero: not posted yet).
 type Root struct {
 	Installation string // installation key
@@ -76,19 +90,25 @@ type Service struct {
 
 type reminderKind struct{ s *Service }
 type escalationKind struct{ s *Service }
+type escalationEraseKind struct{ s *Service }
 
 var (
-	_ slackeffects.Kind[ReminderArgs]   = reminderKind{}
-	_ slackeffects.Kind[EscalationArgs] = escalationKind{}
+	_ slackeffects.Kind[ReminderArgs]        = reminderKind{}
+	_ slackeffects.Kind[EscalationArgs]      = escalationKind{}
+	_ slackeffects.Kind[EscalationEraseArgs] = escalationEraseKind{}
 )
 
-// Register adds the reminder and escalation kinds to the runtime (before Runtime.Open).
+// Register adds the reminder, escalation and escalation deletion kinds to the runtime (before
+// Runtime.Open).
 func Register(rt *slackeffects.Runtime, s *Service) error {
 	s.Effects = rt
 	if err := slackeffects.Register[ReminderArgs](rt, reminderKind{s}); err != nil {
 		return err
 	}
-	return slackeffects.Register[EscalationArgs](rt, escalationKind{s})
+	if err := slackeffects.Register[EscalationArgs](rt, escalationKind{s}); err != nil {
+		return err
+	}
+	return slackeffects.Register[EscalationEraseArgs](rt, escalationEraseKind{s})
 }
 
 func (s *Service) install() *slackinstall.Store { return s.Effects.Install }
@@ -297,6 +317,57 @@ func (k escalationKind) Plan(ctx context.Context, a EscalationArgs) (*slackeffec
 			_, err = s.Effects.Record(ctx, Stream(a.Tenant, a.Inquiry), done.rev, a.Tenant, "slack:"+key, "SlackEscalationPosted",
 				SlackEscalationPosted{Version: a.Version, Installation: dest.Installation.Key, Channel: dest.Channel, TS: ts, Adopted: adopted})
 			return err
+		},
+	}, nil
+}
+
+// Plan implements slackeffects.Kind: an erased inquiry's escalation posts are deleted where they
+// were posted, with the installation that posted them, whatever the escalation destination is now;
+// each deletion is recorded (SlackEscalationDeleted). One installation's posts per run: a post of
+// another installation is left to the job's retry. Reminder replies are in the thread, which the
+// thread effect deletes.
+func (k escalationEraseKind) Plan(ctx context.Context, a EscalationEraseArgs) (*slackeffects.Plan, error) {
+	s := k.s
+	q, err := s.load(ctx, a.Tenant, a.Inquiry)
+	if err != nil || !q.Erased {
+		return nil, err
+	}
+	done, err := readPosted(ctx, s.Effects.Events, a.Tenant, a.Inquiry)
+	if err != nil || len(done.escalations) == 0 {
+		return nil, err
+	}
+	key := done.escalations[0].Installation
+	in, err := s.install().InstallationOfKey(ctx, a.Tenant, key)
+	if errors.Is(err, domain.ErrNotFound) {
+		return nil, slackeffects.Cancel(fmt.Errorf("erase the escalation posts of %s: their installation is gone; delete them in Slack by hand: %w", a.Inquiry, err))
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &slackeffects.Plan{
+		Target:       slackeffects.Target{Tenant: a.Tenant, Installation: key, Destination: done.escalations[0].Channel, Inquiry: a.Inquiry},
+		Installation: in,
+		Do: func(ctx context.Context, api *slack.Client) error {
+			rev, others := done.rev, 0
+			for _, ep := range done.escalations {
+				if ep.Installation != key {
+					others++
+					continue
+				}
+				if _, _, err := api.DeleteMessageContext(ctx, ep.Channel, ep.TS); err != nil && slackeffects.Classify(err).Class != slackeffects.ClassGone {
+					return err
+				}
+				res, err := s.Effects.Record(ctx, Stream(a.Tenant, a.Inquiry), rev, a.Tenant, fmt.Sprintf("slack:escalation-delete/%s/%s/%s", a.Tenant, a.Inquiry, ep.TS),
+					"SlackEscalationDeleted", SlackEscalationDeleted{Channel: ep.Channel, TS: ep.TS})
+				if err != nil {
+					return err
+				}
+				rev = int64(res.NextRevision)
+			}
+			if others > 0 {
+				return fmt.Errorf("erase the escalation posts of %s: %d posted by another installation are deleted by the next attempt", a.Inquiry, others)
+			}
+			return nil
 		},
 	}, nil
 }

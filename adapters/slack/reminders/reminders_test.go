@@ -482,3 +482,35 @@ func TestDisabledPrincipalNotMentioned(t *testing.T) {
 		})
 	}
 }
+
+// TestErasureDeletesEscalationPost: an escalation posted at personal clearance names the
+// requester and the subject; erasing the inquiry deletes the post, as it deletes the thread, so
+// the escalation channel keeps nothing of the erased inquiry. On SQLite and Postgres.
+func TestErasureDeletesEscalationPost(t *testing.T) {
+	t.Parallel()
+	apptest.EachBackend(t, func(t *testing.T, cfg app.Config) {
+		b := setup(t, cfg, "internal")
+		b.escalateTo(t, "personal")
+		id := slaBreached(t, b)
+		if got := raw(t, b.fake.Messages(escChannel)); !strings.Contains(got, "Ada Lovelace") {
+			t.Fatalf("the personal escalation post does not name the requester: %s", got)
+		}
+		if _, err := b.app.Commands.Erase(t.Context(), commands.Erase{Target: b.target(id, b.admin)}); err != nil {
+			t.Fatal(err)
+		}
+		noErrors(t, b.work(t, threads.SyncArgs{}.Kind(), reminders.EscalationEraseArgs{}.Kind()))
+		for _, m := range b.fake.Messages(escChannel) {
+			if m.Subtype != "tombstone" {
+				t.Fatalf("the escalation channel keeps a post of the erased inquiry: %s %q", m.TS, m.Text)
+			}
+		}
+		for _, j := range apptest.Jobs(t, b.app.Effects.Client(), reminders.EscalationEraseArgs{}.Kind()) {
+			if err := b.app.Effects.WorkJob(t.Context(), j); err != nil { // again: nothing more to do
+				t.Fatal(err)
+			}
+		}
+		if n := b.fake.CallCount("chat.delete"); n == 0 {
+			t.Fatal("no chat.delete")
+		}
+	})
+}
