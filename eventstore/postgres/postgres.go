@@ -558,43 +558,28 @@ func (s *Store) Subscribe(ctx context.Context, from eventstore.Position, fn func
 		return stopped()
 	}
 	heldDelay := time.Duration(0)
-	expect := 256            // catching up, reads fill their batches; following, they return few events
-	var ahead chan batchRead // while behind: the next batch, read while fn applies this one
-	defer func() {
-		if ahead != nil {
-			cancel()
-			<-ahead // no read outlives the subscription
-		}
-	}()
+	expect := 256 // catching up, reads fill their batches; following, they return few events
 	for {
-		var r batchRead
-		if ahead != nil {
-			r, ahead = <-ahead, nil
-		} else {
-			r = s.readBatch(ctx, from, expect)
+		wake, err := s.waitCh()
+		if err != nil {
+			return err
 		}
-		if r.err != nil {
+		evs, held, err := s.read(ctx, from, SubscribeBatch, expect)
+		if err != nil {
 			if ctx.Err() != nil {
 				return stopped()
 			}
-			return r.err
+			return err
 		}
-		evs, held, wake := r.evs, r.held, r.wake
 		expect = 256
 		if len(evs) == SubscribeBatch {
 			expect = SubscribeBatch
 		}
 		if len(evs) > 0 {
-			next := evs[len(evs)-1].Position
-			if len(evs) == SubscribeBatch {
-				ch := make(chan batchRead, 1)
-				go func() { ch <- s.readBatch(ctx, next, SubscribeBatch) }()
-				ahead = ch
-			}
 			if err := fn(ctx, evs); err != nil {
 				return err
 			}
-			from = next
+			from = evs[len(evs)-1].Position
 			heldDelay = 0
 			continue
 		}
@@ -615,24 +600,6 @@ func (s *Store) Subscribe(ctx context.Context, from eventstore.Position, fn func
 		case <-poll.C:
 		}
 	}
-}
-
-// batchRead is one read of the log for Subscribe, with the wake-up channel taken before it: a
-// notification after the read closes that channel.
-type batchRead struct {
-	wake <-chan struct{}
-	evs  []eventstore.RecordedEvent
-	held uint64
-	err  error
-}
-
-func (s *Store) readBatch(ctx context.Context, from eventstore.Position, expect int) batchRead {
-	wake, err := s.waitCh()
-	if err != nil {
-		return batchRead{err: err}
-	}
-	evs, held, err := s.read(ctx, from, SubscribeBatch, expect)
-	return batchRead{wake: wake, evs: evs, held: held, err: err}
 }
 
 func (s *Store) waitCh() (<-chan struct{}, error) {

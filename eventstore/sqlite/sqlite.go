@@ -213,64 +213,33 @@ func (s *Store) CountAfter(ctx context.Context, from eventstore.Position) (uint6
 // SubscribeBatch is how many events one Subscribe delivery carries at most.
 const SubscribeBatch = 5000
 
-// batchRead is one read of the log, with the wake-up channel taken before it: an append after
-// the read closes that channel.
-type batchRead struct {
-	wake <-chan struct{}
-	evs  []eventstore.RecordedEvent
-	err  error
-}
-
-func (s *Store) readBatch(ctx context.Context, from eventstore.Position) batchRead {
-	wake, err := s.waitCh()
-	if err != nil {
-		return batchRead{err: err}
-	}
-	evs, err := s.ReadAll(ctx, from, SubscribeBatch)
-	return batchRead{wake: wake, evs: evs, err: err}
-}
-
-// Subscribe implements eventstore.Store. While a subscriber is behind (a full batch), the next
-// batch is read while fn applies the current one, so reading and applying overlap on two cores.
+// Subscribe implements eventstore.Store.
 func (s *Store) Subscribe(ctx context.Context, from eventstore.Position, fn func(context.Context, []eventstore.RecordedEvent) error) error {
 	ticker := time.NewTicker(PollInterval)
 	defer ticker.Stop()
-	var ahead chan batchRead // the next batch, being read
-	defer func() {
-		if ahead != nil {
-			<-ahead // no read outlives the subscription
-		}
-	}()
 	for {
-		var r batchRead
-		if ahead != nil {
-			r, ahead = <-ahead, nil
-		} else {
-			r = s.readBatch(ctx, from)
+		wake, err := s.waitCh()
+		if err != nil {
+			return err
 		}
-		if r.err != nil {
+		evs, err := s.ReadAll(ctx, from, SubscribeBatch)
+		if err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
-			return r.err
+			return err
 		}
-		if len(r.evs) > 0 {
-			next := r.evs[len(r.evs)-1].Position
-			if len(r.evs) == SubscribeBatch {
-				ch := make(chan batchRead, 1)
-				go func() { ch <- s.readBatch(ctx, next) }()
-				ahead = ch
-			}
-			if err := fn(ctx, r.evs); err != nil {
+		if len(evs) > 0 {
+			if err := fn(ctx, evs); err != nil {
 				return err
 			}
-			from = next
+			from = evs[len(evs)-1].Position
 			continue
 		}
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-r.wake:
+		case <-wake:
 		case <-ticker.C:
 		}
 	}
