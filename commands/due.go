@@ -146,47 +146,73 @@ type SetSLAPolicy struct {
 
 // SetSLAPolicy executes c and returns the stored (canonical) policy.
 func (h *Handler) SetSLAPolicy(ctx context.Context, c SetSLAPolicy) (*domain.SLAPolicy, eventstore.Position, error) {
-	if c.Actor.TenantID != c.Tenant {
-		return nil, eventstore.Position{}, fmt.Errorf("tenant: %w", domain.ErrNotFound)
-	}
-	if err := domain.Authorize(c.Actor, domain.ActAdminister); err != nil {
-		return nil, eventstore.Position{}, err
-	}
-	p, err := domain.ParseSLAPolicy(c.Policy)
+	var p *domain.SLAPolicy
+	pos, err := h.setPolicy(ctx, c.Tenant, c.Actor, c.CorrelationID, "sla:", SLAPolicyStream(c.Tenant), func() (domain.Event, error) {
+		var err error
+		if p, err = domain.ParseSLAPolicy(c.Policy); err != nil {
+			return nil, err
+		}
+		return domain.SLAPolicySet{Policy: p.Encode()}, nil
+	})
 	if err != nil {
 		return nil, eventstore.Position{}, err
 	}
-	meta := h.meta(c.Actor, "sla:"+h.NewID(), "", "", c.CorrelationID)
-	res, err := h.append(ctx, SLAPolicyStream(c.Tenant), eventstore.Any(), []domain.Event{domain.SLAPolicySet{Policy: p.Encode()}}, meta)
-	if err != nil {
-		return nil, eventstore.Position{}, err
-	}
-	return p, res.Position, nil
+	return p, pos, nil
 }
 
 // SLAPolicy returns a tenant's current SLA policy, or domain.ErrNotFound when none was set.
 func (h *Handler) SLAPolicy(ctx context.Context, tenant domain.TenantID) (*domain.SLAPolicy, error) {
-	recs, err := h.Store.ReadStream(ctx, SLAPolicyStream(tenant), 0, 0)
+	e, err := h.lastPolicy(ctx, tenant, SLAPolicyStream(tenant), "sla policy")
+	if err != nil {
+		return nil, err
+	}
+	set, ok := e.(domain.SLAPolicySet)
+	if !ok {
+		return nil, fmt.Errorf("sla policy stream of %s holds %s", tenant, e.EventType())
+	}
+	return domain.ParseSLAPolicy(set.Policy)
+}
+
+// setPolicy appends the policy event that build validates and returns to a tenant's policy stream,
+// as that tenant's admin (command id prefix + a new id).
+func (h *Handler) setPolicy(ctx context.Context, tenant domain.TenantID, actor domain.Principal, correlation, prefix, stream string,
+	build func() (domain.Event, error)) (eventstore.Position, error) {
+	if actor.TenantID != tenant {
+		return eventstore.Position{}, fmt.Errorf("tenant: %w", domain.ErrNotFound)
+	}
+	if err := domain.Authorize(actor, domain.ActAdminister); err != nil {
+		return eventstore.Position{}, err
+	}
+	e, err := build()
+	if err != nil {
+		return eventstore.Position{}, err
+	}
+	res, err := h.append(ctx, stream, eventstore.Any(), []domain.Event{e}, h.meta(actor, prefix+h.NewID(), "", "", correlation))
+	if err != nil {
+		return eventstore.Position{}, err
+	}
+	return res.Position, nil
+}
+
+// lastPolicy returns the newest event of a tenant's policy stream; domain.ErrNotFound when the
+// stream is empty.
+func (h *Handler) lastPolicy(ctx context.Context, tenant domain.TenantID, stream, what string) (domain.Event, error) {
+	recs, err := h.Store.ReadStream(ctx, stream, 0, 0)
 	if err != nil {
 		return nil, err
 	}
 	if len(recs) == 0 {
-		return nil, fmt.Errorf("sla policy: %w", domain.ErrNotFound)
+		return nil, fmt.Errorf("%s: %w", what, domain.ErrNotFound)
 	}
 	last := recs[len(recs)-1]
 	var m domain.Metadata
 	if err := json.Unmarshal(last.Metadata, &m); err != nil {
 		return nil, err
 	}
-	e, err := domain.Decode(last.Type, m.SchemaVersion, last.Data)
-	if err != nil {
-		return nil, err
+	if m.TenantID != tenant {
+		return nil, fmt.Errorf("%s stream of %s holds an event of %s", what, tenant, m.TenantID)
 	}
-	set, ok := e.(domain.SLAPolicySet)
-	if !ok || m.TenantID != tenant {
-		return nil, fmt.Errorf("sla policy stream of %s holds %s", tenant, last.Type)
-	}
-	return domain.ParseSLAPolicy(set.Policy)
+	return domain.Decode(last.Type, m.SchemaVersion, last.Data)
 }
 
 // FireDue runs a due job against its inquiry: the domain decides from the current state whether

@@ -2,7 +2,6 @@ package commands
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"time"
 
@@ -25,46 +24,30 @@ type SetRetentionPolicy struct {
 
 // SetRetentionPolicy executes c and returns the stored (canonical) policy.
 func (h *Handler) SetRetentionPolicy(ctx context.Context, c SetRetentionPolicy) (*domain.RetentionPolicy, eventstore.Position, error) {
-	if c.Actor.TenantID != c.Tenant {
-		return nil, eventstore.Position{}, fmt.Errorf("tenant: %w", domain.ErrNotFound)
-	}
-	if err := domain.Authorize(c.Actor, domain.ActAdminister); err != nil {
-		return nil, eventstore.Position{}, err
-	}
-	p, err := domain.ParseRetentionPolicy(c.Policy)
+	var p *domain.RetentionPolicy
+	pos, err := h.setPolicy(ctx, c.Tenant, c.Actor, c.CorrelationID, "retention:", RetentionPolicyStream(c.Tenant), func() (domain.Event, error) {
+		var err error
+		if p, err = domain.ParseRetentionPolicy(c.Policy); err != nil {
+			return nil, err
+		}
+		return domain.RetentionPolicySet{Policy: p.Encode()}, nil
+	})
 	if err != nil {
 		return nil, eventstore.Position{}, err
 	}
-	meta := h.meta(c.Actor, "retention:"+h.NewID(), "", "", c.CorrelationID)
-	res, err := h.append(ctx, RetentionPolicyStream(c.Tenant), eventstore.Any(), []domain.Event{domain.RetentionPolicySet{Policy: p.Encode()}}, meta)
-	if err != nil {
-		return nil, eventstore.Position{}, err
-	}
-	return p, res.Position, nil
+	return p, pos, nil
 }
 
 // RetentionPolicy returns a tenant's current retention policy, or domain.ErrNotFound when none was
 // set (then nothing is erased by retention).
 func (h *Handler) RetentionPolicy(ctx context.Context, tenant domain.TenantID) (*domain.RetentionPolicy, error) {
-	recs, err := h.Store.ReadStream(ctx, RetentionPolicyStream(tenant), 0, 0)
-	if err != nil {
-		return nil, err
-	}
-	if len(recs) == 0 {
-		return nil, fmt.Errorf("retention policy: %w", domain.ErrNotFound)
-	}
-	last := recs[len(recs)-1]
-	var m domain.Metadata
-	if err := json.Unmarshal(last.Metadata, &m); err != nil {
-		return nil, err
-	}
-	e, err := domain.Decode(last.Type, m.SchemaVersion, last.Data)
+	e, err := h.lastPolicy(ctx, tenant, RetentionPolicyStream(tenant), "retention policy")
 	if err != nil {
 		return nil, err
 	}
 	set, ok := e.(domain.RetentionPolicySet)
-	if !ok || m.TenantID != tenant {
-		return nil, fmt.Errorf("retention policy stream of %s holds %s", tenant, last.Type)
+	if !ok {
+		return nil, fmt.Errorf("retention policy stream of %s holds %s", tenant, e.EventType())
 	}
 	return domain.ParseRetentionPolicy(set.Policy)
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -42,6 +43,22 @@ func slaCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return errors.New(slaUsage)
 	}
 	fs, sf := newFlags("sla "+args[0], stderr)
+	return policyCmd(ctx, fs, sf, args, stdout, stderr, "tenant %s has no SLA policy",
+		func(a *app.App, t domain.TenantID) (any, error) {
+			p, err := a.Commands.SLAPolicy(ctx, t)
+			return p, err
+		},
+		func(x commands.Executor, t domain.TenantID, doc []byte) (any, error) {
+			p, _, err := x.SetSLAPolicy(ctx, commands.SetSLAPolicy{Tenant: t, Actor: cliActor(t), Policy: doc, CorrelationID: "cli"})
+			return p, err
+		})
+}
+
+// policyCmd is `<policy> set|show --tenant S [--file F]` for a tenant's policy document: show
+// prints the current one (none: the missing message, with the tenant's slug), set reads the
+// document (- is stdin, at most 1 MiB) and stores it through the audited command layer.
+func policyCmd(ctx context.Context, fs *flag.FlagSet, sf *storageFlags, args []string, stdout, stderr io.Writer, missing string,
+	show func(*app.App, domain.TenantID) (any, error), set func(commands.Executor, domain.TenantID, []byte) (any, error)) error {
 	tenant := fs.String("tenant", "", required+"tenant slug")
 	var file *string
 	if args[0] == "set" {
@@ -52,9 +69,9 @@ func slaCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	return withTenant(ctx, sf, stderr, *tenant, func(a *app.App, t domain.TenantID) error {
 		if args[0] == "show" {
-			p, err := a.Commands.SLAPolicy(ctx, t)
+			p, err := show(a, t)
 			if errors.Is(err, domain.ErrNotFound) {
-				return fmt.Errorf("tenant %s has no SLA policy", *tenant)
+				return fmt.Errorf(missing, *tenant)
 			}
 			if err != nil {
 				return err
@@ -71,7 +88,7 @@ func slaCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		if err != nil {
 			return err
 		}
-		p, _, err := a.Commands.SetSLAPolicy(ctx, commands.SetSLAPolicy{Tenant: t, Actor: cliActor(t), Policy: doc, CorrelationID: "cli"})
+		p, err := set(&commands.Audited{Next: a.Commands, Sink: a.Audit, Now: a.Config.Now, Logger: a.Config.Logger}, t, doc)
 		if err != nil {
 			return err
 		}

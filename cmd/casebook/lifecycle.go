@@ -71,42 +71,15 @@ func retentionCmd(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		}
 		return printJSON(stdout, rep)
 	}
-	tenant := fs.String("tenant", "", required+"tenant slug")
-	var file *string
-	if args[0] == "set" {
-		file = fs.String("file", "", required+"the policy JSON document (- reads stdin)")
-	}
-	if err := parseFlags(fs, args[1:]); err != nil {
-		return err
-	}
-	return withTenant(ctx, sf, stderr, *tenant, func(a *app.App, t domain.TenantID) error {
-		if args[0] == "show" {
+	return policyCmd(ctx, fs, sf, args, stdout, stderr, "tenant %s has no retention policy: nothing is erased by retention",
+		func(a *app.App, t domain.TenantID) (any, error) {
 			p, err := a.Commands.RetentionPolicy(ctx, t)
-			if errors.Is(err, domain.ErrNotFound) {
-				return fmt.Errorf("tenant %s has no retention policy: nothing is erased by retention", *tenant)
-			}
-			if err != nil {
-				return err
-			}
-			return printJSON(stdout, p)
-		}
-		var doc []byte
-		var err error
-		if *file == "-" {
-			doc, err = io.ReadAll(io.LimitReader(os.Stdin, 1<<20))
-		} else {
-			doc, err = os.ReadFile(*file) //nolint:gosec // the operator names the file on their own command line
-		}
-		if err != nil {
-			return err
-		}
-		exec := &commands.Audited{Next: a.Commands, Sink: a.Audit, Now: a.Config.Now, Logger: a.Config.Logger}
-		p, _, err := exec.SetRetentionPolicy(ctx, commands.SetRetentionPolicy{Tenant: t, Actor: cliActor(t), Policy: doc, CorrelationID: "cli"})
-		if err != nil {
-			return err
-		}
-		return printJSON(stdout, p)
-	})
+			return p, err
+		},
+		func(x commands.Executor, t domain.TenantID, doc []byte) (any, error) {
+			p, _, err := x.SetRetentionPolicy(ctx, commands.SetRetentionPolicy{Tenant: t, Actor: cliActor(t), Policy: doc, CorrelationID: "cli"})
+			return p, err
+		})
 }
 
 // sweepOnce brings the privacy index up to the log's head, then sweeps once.

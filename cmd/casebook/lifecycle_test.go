@@ -4,6 +4,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -122,5 +123,57 @@ func writeFile(t *testing.T, path, s string) {
 	t.Helper()
 	if err := os.WriteFile(path, []byte(s), 0o600); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestSLACommands: casebook sla show names a tenant without a policy, sla set refuses a malformed
+// document and stores a valid one that show prints back, and every set, refused or accepted, is in
+// the command audit as the CLI's admin (the same path as retention set).
+func TestSLACommands(t *testing.T) {
+	t.Parallel()
+	dir := filepath.Join(t.TempDir(), "data")
+	a, err := app.Open(t.Context(), app.Config{DataDir: dir, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ten, _, _, err := a.Tenancy.CreateTenant(t.Context(), "acme")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = a.Close()
+	bad := filepath.Join(t.TempDir(), "bad.json")
+	good := filepath.Join(t.TempDir(), "good.json")
+	writeFile(t, bad, `{"time_zone":"Mars/Olympus","targets":{"normal":{"resolution":"8h"}}}`)
+	writeFile(t, good, `{"time_zone":"Europe/Berlin","targets":{"normal":{"resolution":"8h"}}}`)
+	if code, _, errOut := runCLI(t, "sla", "show", "--data-dir", dir, "--tenant", "acme"); code == 0 || !strings.Contains(errOut, "tenant acme has no SLA policy") {
+		t.Fatalf("sla show before set = %d %s", code, errOut)
+	}
+	if code, _, errOut := runCLI(t, "sla", "set", "--data-dir", dir, "--tenant", "acme", "--file", bad); code == 0 || !strings.Contains(errOut, "Mars/Olympus") {
+		t.Fatalf("sla set bad = %d %s", code, errOut)
+	}
+	if code, out, errOut := runCLI(t, "sla", "set", "--data-dir", dir, "--tenant", "acme", "--file", good); code != 0 || !strings.Contains(out, "Europe/Berlin") {
+		t.Fatalf("sla set = %d %s %s", code, out, errOut)
+	}
+	if code, out, errOut := runCLI(t, "sla", "show", "--data-dir", dir, "--tenant", "acme"); code != 0 || !strings.Contains(out, "Europe/Berlin") {
+		t.Fatalf("sla show = %d %s %s", code, out, errOut)
+	}
+	a, err = app.Open(t.Context(), app.Config{DataDir: dir, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	entries, err := a.Audit.Entries(t.Context(), ten.ID, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range entries {
+		if e.Command == "sla_policy" && strings.HasPrefix(string(e.Actor), "cli:") {
+			got = append(got, string(e.Outcome))
+		}
+	}
+	slices.Sort(got)
+	if want := []string{"accepted", "refused"}; !slices.Equal(got, want) {
+		t.Fatalf("sla_policy audit outcomes = %v, want %v", got, want)
 	}
 }
