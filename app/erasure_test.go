@@ -63,7 +63,7 @@ func serveStoppable(t *testing.T, cfg app.Config) (*app.App, string, func()) {
 
 // erasureSecrets are the unique strings an erased inquiry carried in each personal field.
 var erasureSecrets = []string{"Quillon Vantablack", "quillon.v7731@example.org", "Subject-Marzipan-4410", "Message-Obsidian-9921",
-	"Note-Periwinkle-5583", "FollowUp-Tangerine-1207", "Attachment-Cardamom-6620", "Filename-Bergamot-3317"}
+	"Note-Periwinkle-5583", "FollowUp-Tangerine-1207", "Attachment-Cardamom-6620", "Filename-Bergamot-3317", "Customer-Saffron-2291"}
 
 // upload posts one text file to an inquiry's attachments and returns its id.
 func upload(t *testing.T, base, id, token, name string, content []byte) string {
@@ -116,9 +116,10 @@ func download(t *testing.T, base, id, token, attachment string) (int, []byte) {
 	return res.StatusCode, b
 }
 
-// TestErasureLeavesNoPersonalBytes is the erasure contract end to end, over HTTP: an inquiry whose
-// requester name and email, subject, message, a note and a follow-up note carry unique strings is
-// erased by an admin; so is an attachment whose name and bytes carry them. Refused first: an operator's erasure (403), an erasure without If-Match (428),
+// TestErasureLeavesNoPersonalBytes is the erasure contract end to end, over HTTP: a portal's
+// inquiry whose requester name and email, subject, message, customer id (external_id), a note and
+// a follow-up note carry unique strings is erased by an admin (afterwards the portal no longer
+// finds it by that customer id); so is an attachment whose name and bytes carry them. Refused first: an operator's erasure (403), an erasure without If-Match (428),
 // one under legal hold (409 legal_hold); each refusal is audited. After the erasure the API shows
 // "[erased]", the attachment's download is 404 and the detail lists none, the timeline still lists every version with its actor and time, a replay of the query
 // model reproduces the anonymized state, and no personal byte is left: on SQLite in no file of the
@@ -140,7 +141,13 @@ func TestErasureLeavesNoPersonalBytes(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			res, err := a.Commands.Intake(ctx, commands.Intake{Tenant: ten.ID, Source: domain.SourcePublicForm, IdempotencyKey: "k1",
+			portal, portalTok, err := a.Tenancy.CreatePrincipal(ctx, "acme", "Portal", domain.RoleIntegration, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			// A portal's submission: its customer id is the portal's name for the person.
+			res, err := a.Commands.Intake(ctx, commands.Intake{Tenant: ten.ID, Source: domain.SourcePortal, IdempotencyKey: "k1",
+				Submitter: &portal, ExternalID: erasureSecrets[8],
 				Requester: domain.Requester{Name: erasureSecrets[0], Email: erasureSecrets[1]}, Subject: erasureSecrets[2],
 				// A long message spills into overflow pages, which an update frees rather than rewrites.
 				Message: strings.Repeat("lorem ipsum ", 500) + erasureSecrets[3], Category: "billing"})
@@ -149,6 +156,10 @@ func TestErasureLeavesNoPersonalBytes(t *testing.T) {
 			}
 			id := string(res.InquiryID)
 			path := base + "/v1/inquiries/" + id
+			byCustomer := base + "/v1/portal/inquiries?external_id=" + erasureSecrets[8]
+			if items, _ := call(t, "GET", byCustomer, portalTok, nil, "", 200)["items"].([]any); len(items) != 1 {
+				t.Fatalf("the portal finds %d inquiries by its customer id before erasure, want 1", len(items))
+			}
 			call(t, "POST", path+"/notes", opTok, nil, `{"body":"`+erasureSecrets[4]+`"}`, 200)
 			call(t, "POST", path+"/follow-ups", opTok, nil, fmt.Sprintf(`{"at":%q,"note":%q}`,
 				time.Now().Add(48*time.Hour).UTC().Format(time.RFC3339), erasureSecrets[5]), 201)
@@ -193,6 +204,9 @@ func TestErasureLeavesNoPersonalBytes(t *testing.T) {
 			}
 			if atts, _ := after["attachments"].([]any); len(atts) != 0 {
 				t.Fatalf("attachments after erasure = %v", atts)
+			}
+			if items, _ := call(t, "GET", byCustomer, portalTok, nil, "", 200)["items"].([]any); len(items) != 0 {
+				t.Fatalf("the portal still finds the erased inquiry by its customer id: %v", items)
 			}
 			tl := call(t, "GET", path+"/timeline", adminTok, nil, "", 200)
 			items, _ := tl["items"].([]any)

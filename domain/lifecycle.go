@@ -231,6 +231,8 @@ var personalFields = map[string]map[string]json.RawMessage{
 		"requester": json.RawMessage(`{"name":"` + Erased + `","email":"` + Erased + `"}`),
 		"subject":   json.RawMessage(`"` + Erased + `"`),
 		"message":   json.RawMessage(`"` + Erased + `"`),
+		// A portal's id of its customer names the person as surely as an address does.
+		"external_id": json.RawMessage(`"` + Erased + `"`),
 	},
 	"NoteAdded":         {"body": json.RawMessage(`"` + Erased + `"`)},
 	"FollowUpScheduled": {"note": json.RawMessage(`"` + Erased + `"`)},

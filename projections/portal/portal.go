@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/casebook/casebook/domain"
+	"github.com/casebook/casebook/eventstore"
 	"github.com/casebook/casebook/internal/sqldb"
 	"github.com/casebook/casebook/projections"
 )
@@ -66,7 +67,26 @@ func (*Projection) Setup(ctx context.Context, db *sqldb.DB, gen projections.Gene
 // Apply implements projections.Projection: every InquiryReceived with a submitter becomes a row.
 func (*Projection) Apply(ctx context.Context, b *projections.Batch) error {
 	for _, e := range b.Events {
-		if e.Type != "InquiryReceived" || !strings.HasPrefix(e.StreamID, "inquiry-") {
+		if !strings.HasPrefix(e.StreamID, "inquiry-") {
+			continue
+		}
+		if e.Type == "InquiryErased" {
+			// The customer id names the person: an erased inquiry is no longer found by it.
+			var m domain.Metadata
+			if err := json.Unmarshal(e.Metadata, &m); err != nil {
+				return fmt.Errorf("%s revision %d: metadata: %w", e.StreamID, e.Revision, err)
+			}
+			id, ok := eventstore.StreamInquiry("inquiry", e.StreamID, m.TenantID)
+			if !ok {
+				return fmt.Errorf("%s: stream does not belong to tenant %q", e.StreamID, m.TenantID)
+			}
+			if err := b.Exec(ctx, `UPDATE `+b.Gen.Table("portal_inquiries")+` SET external_id = '' WHERE tenant_id = ? AND inquiry_id = ?`,
+				m.TenantID, id); err != nil {
+				return err
+			}
+			continue
+		}
+		if e.Type != "InquiryReceived" {
 			continue
 		}
 		var m domain.Metadata
@@ -86,11 +106,20 @@ func (*Projection) Apply(ctx context.Context, b *projections.Batch) error {
 		}
 		if err := b.Exec(ctx, `INSERT INTO `+b.Gen.Table("portal_inquiries")+` (tenant_id, inquiry_id, submitted_by, external_id, receipt, created_at)
 			VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (tenant_id, inquiry_id) DO NOTHING`,
-			rec.TenantID, rec.InquiryID, rec.SubmittedBy, rec.ExternalID, rec.Receipt, m.OccurredAt.UnixNano()); err != nil {
+			rec.TenantID, rec.InquiryID, rec.SubmittedBy, externalID(rec.ExternalID), rec.Receipt, m.OccurredAt.UnixNano()); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// externalID is what the index keeps of a customer id: nothing once erased (a replay after an
+// erasure reads the sealed member as domain.Erased, which must find nothing).
+func externalID(v string) string {
+	if v == domain.Erased {
+		return ""
+	}
+	return v
 }
 
 // Find lists, newest first and at most limit, the inquiries of tenant that submitter submitted,

@@ -285,7 +285,7 @@ func currentPolicy(ctx context.Context, b *projections.Batch, tenant domain.Tena
 // snapshot is the stored fold: the aggregate without its personal fields.
 func snapshot(q *domain.Inquiry) (string, error) {
 	s := *q
-	s.Requester, s.Subject, s.Message = domain.Requester{}, "", ""
+	s.Requester, s.Subject, s.Message, s.ExternalID = domain.Requester{}, "", "", ""
 	if len(q.FollowUps) > 0 {
 		s.FollowUps = make(map[string]domain.FollowUp, len(q.FollowUps))
 		for id, f := range q.FollowUps {
