@@ -459,8 +459,8 @@ func testSubscribeOverBatches(t *testing.T, s eventstore.Store, f Features) {
 		t.Fatalf("subscription ended early: %v", err)
 	case <-time.After(6 * wait):
 		cancel()
-		<-done
-		t.Fatalf("delivered %d of %d events", len(got), want)
+		err := <-done
+		t.Fatalf("delivered %d of %d events (the subscription then returned %v)", len(got), want, err)
 	}
 	cancel()
 	if err := <-done; !errors.Is(err, context.Canceled) {
