@@ -301,29 +301,11 @@ func (s *Server) conversationsHistory(req *request) (any, *apiError) {
 	if e != nil {
 		return nil, e
 	}
-	limit, ok := req.p.integer("limit", 100)
-	if !ok {
-		return nil, errCode(CodeInvalidArguments)
+	w, e := s.readWindow(req)
+	if e != nil {
+		return nil, e
 	}
-	if limit <= 0 {
-		limit = 100
-	}
-	limit = min(limit, historyMaxLimit)
-	if s.opts.NonMarketplace {
-		limit = min(limit, HistoryNonMarketplaceLimit)
-	}
-	inclusive := req.p.boolean("inclusive")
-	var oldest, latest int64 = -1, 1 << 62
-	if v := req.p.str("oldest"); v != "" {
-		if oldest, ok = parseTS(v); !ok {
-			return nil, errCode(CodeInvalidArguments)
-		}
-	}
-	if v := req.p.str("latest"); v != "" {
-		if latest, ok = parseTS(v); !ok {
-			return nil, errCode(CodeInvalidArguments)
-		}
-	}
+	limit, inclusive, oldest, latest := w.limit, w.inclusive, w.oldest, w.latest
 	var before int64 = 1 << 62 // cursor: messages at or before this ts
 	if cur := req.p.str("cursor"); cur != "" {
 		raw, err := base64.StdEncoding.DecodeString(cur)
@@ -331,6 +313,7 @@ func (s *Server) conversationsHistory(req *request) (any, *apiError) {
 		if err != nil || !found {
 			return nil, errCode(CodeInvalidCursor)
 		}
+		var ok bool
 		if before, ok = parseTS(ts); !ok {
 			return nil, errCode(CodeInvalidCursor)
 		}
@@ -561,4 +544,39 @@ func (s *Server) RemoveMessage(channelID, ts string) error {
 	}
 	c.remove(m)
 	return nil
+}
+
+// window is the paging and time window of a conversations.history or conversations.replies call.
+type window struct {
+	limit          int
+	inclusive      bool
+	oldest, latest int64 // message ts bounds, in microseconds
+}
+
+// readWindow reads limit (default 100, at most historyMaxLimit, and 15 for an app not in the
+// Marketplace), inclusive, oldest and latest; malformed values are invalid_arguments.
+func (s *Server) readWindow(req *request) (window, *apiError) {
+	limit, ok := req.p.integer("limit", 100)
+	if !ok {
+		return window{}, errCode(CodeInvalidArguments)
+	}
+	if limit <= 0 {
+		limit = 100
+	}
+	limit = min(limit, historyMaxLimit)
+	if s.opts.NonMarketplace {
+		limit = min(limit, HistoryNonMarketplaceLimit)
+	}
+	w := window{limit: limit, inclusive: req.p.boolean("inclusive"), oldest: -1, latest: 1 << 62}
+	if v := req.p.str("oldest"); v != "" {
+		if w.oldest, ok = parseTS(v); !ok {
+			return window{}, errCode(CodeInvalidArguments)
+		}
+	}
+	if v := req.p.str("latest"); v != "" {
+		if w.latest, ok = parseTS(v); !ok {
+			return window{}, errCode(CodeInvalidArguments)
+		}
+	}
+	return w, nil
 }

@@ -33,29 +33,11 @@ func (s *Server) conversationsReplies(req *request) (any, *apiError) {
 			return nil, errCode(CodeThreadNotFound)
 		}
 	}
-	limit, ok := req.p.integer("limit", 100)
-	if !ok {
-		return nil, errCode(CodeInvalidArguments)
+	w, e := s.readWindow(req)
+	if e != nil {
+		return nil, e
 	}
-	if limit <= 0 {
-		limit = 100
-	}
-	limit = min(limit, historyMaxLimit)
-	if s.opts.NonMarketplace {
-		limit = min(limit, HistoryNonMarketplaceLimit)
-	}
-	inclusive := req.p.boolean("inclusive")
-	var oldest, latest int64 = -1, 1 << 62
-	if v := req.p.str("oldest"); v != "" {
-		if oldest, ok = parseTS(v); !ok {
-			return nil, errCode(CodeInvalidArguments)
-		}
-	}
-	if v := req.p.str("latest"); v != "" {
-		if latest, ok = parseTS(v); !ok {
-			return nil, errCode(CodeInvalidArguments)
-		}
-	}
+	limit, inclusive, oldest, latest := w.limit, w.inclusive, w.oldest, w.latest
 	// oldest and latest bound every message, the parent included (our reading: the reference
 	// names no exception for it).
 	var thread []*message
