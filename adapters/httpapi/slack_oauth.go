@@ -63,8 +63,9 @@ func (s *Server) oauthOff(w http.ResponseWriter, r *http.Request) bool {
 	return false
 }
 
-// slackOAuthStart answers an install link for the caller's tenant (and redirects to it, for a
-// client that follows redirects with its cookies).
+// slackOAuthStart answers an install link for the caller's tenant, as 200 JSON and never as a
+// redirect: an API client that follows redirects would otherwise open, and so use up, the one-time
+// link that belongs to the browser approving the install.
 func (s *Server) slackOAuthStart(w http.ResponseWriter, r *http.Request) {
 	if s.oauthOff(w, r) {
 		return
@@ -75,9 +76,8 @@ func (s *Server) slackOAuthStart(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	w.Header().Set("Location", link)
 	w.Header().Set("Cache-Control", "no-store")
-	writeJSON(w, http.StatusSeeOther, map[string]string{"install_url": link, "expires_at": exp.UTC().Format(time.RFC3339)})
+	writeJSON(w, http.StatusOK, map[string]string{"install_url": link, "expires_at": exp.UTC().Format(time.RFC3339)})
 }
 
 // slackInstallLink uses an install link up: the browser gets the binding cookie (HttpOnly,

@@ -2,6 +2,7 @@ package threads_test
 
 import (
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"net/http/httptest"
@@ -202,20 +203,25 @@ func TestOAuthRoutes(t *testing.T) {
 }
 
 // startLink asks GET /slack/oauth/start for an install link as token's admin and returns its path.
+// The request goes through a client that follows redirects, as API clients do: the answer must
+// not be one, or the client would use the browser's one-time link up (the tests then open it).
 func startLink(t *testing.T, srv *httptest.Server, token string) string {
 	t.Helper()
-	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, srv.URL+"/slack/oauth/start", nil)
 	req.Header.Set("Authorization", "Bearer "+token)
-	res, err := client.Do(req)
+	res, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
-	_ = res.Body.Close()
-	if res.StatusCode != http.StatusSeeOther {
-		t.Fatalf("admin start = %d", res.StatusCode)
+	defer res.Body.Close()
+	var body struct {
+		InstallURL string `json:"install_url"`
+		ExpiresAt  string `json:"expires_at"`
 	}
-	return linkPath(t, res.Header.Get("Location"))
+	if err := json.NewDecoder(res.Body).Decode(&body); err != nil || res.StatusCode != http.StatusOK || res.Header.Get("Location") != "" || body.ExpiresAt == "" {
+		t.Fatalf("admin start = %d %+v (Location %q), %v; want 200 with the link and no redirect", res.StatusCode, body, res.Header.Get("Location"), err)
+	}
+	return linkPath(t, body.InstallURL)
 }
 
 // linkPath checks an install link is under the public URL and returns its path.
