@@ -252,12 +252,12 @@ func (o *OAuth) Callback(ctx context.Context, code, state, browserNonce string) 
 	if !o.Config.Enabled() {
 		return Installation{}, fmt.Errorf("slack oauth: %w", domain.ErrNotFound)
 	}
+	if code == "" { // before the state is claimed: a redirect without a code must not use it up
+		return Installation{}, domain.Invalid("code", "is required")
+	}
 	tenant, err := o.claim(ctx, state, browserNonce)
 	if err != nil {
 		return Installation{}, err
-	}
-	if code == "" {
-		return Installation{}, domain.Invalid("code", "is required")
 	}
 	hc := o.Store.httpClient()
 	resp, err := slack.GetOAuthV2ResponseContext(ctx, hc, o.Config.ClientID, o.Config.ClientSecret, code, o.Config.RedirectURL,

@@ -183,6 +183,10 @@ func TestOAuthRoutes(t *testing.T) {
 	if status, body := callback(t, srv, code, state+"x", cookie); status != http.StatusBadRequest {
 		t.Fatalf("forged state = %d %v", status, body)
 	}
+	// A redirect without a code is refused without using the state up: the real one still installs.
+	if status, body := callback(t, srv, "", state, cookie); status != http.StatusUnprocessableEntity {
+		t.Fatalf("callback without a code = %d %v", status, body)
+	}
 	if status, body := callback(t, srv, code, state, cookie); status != http.StatusOK {
 		t.Fatalf("callback = %d %v", status, body)
 	}
