@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/casebook/casebook/domain"
+	"github.com/casebook/casebook/eventstore"
 	"github.com/casebook/casebook/internal/sqldb"
 	"github.com/casebook/casebook/projections"
 )
@@ -103,7 +104,7 @@ func (p *Projection) Apply(ctx context.Context, b *projections.Batch) error {
 		if err != nil {
 			return err
 		}
-		id, ok := inquiryOf(e.StreamID, m.TenantID)
+		id, ok := eventstore.StreamInquiry("inquiry", e.StreamID, m.TenantID)
 		if !ok {
 			return fmt.Errorf("%s: stream does not belong to tenant %q", e.StreamID, m.TenantID)
 		}
@@ -153,15 +154,6 @@ func (p *Projection) Apply(ctx context.Context, b *projections.Batch) error {
 		}
 	}
 	return nil
-}
-
-// inquiryOf returns the inquiry id of stream inquiry-{tenant}-{id}.
-func inquiryOf(stream string, tenant domain.TenantID) (domain.InquiryID, bool) {
-	rest, ok := strings.CutPrefix(stream, "inquiry-"+string(tenant)+"-")
-	if !ok || rest == "" || tenant == "" {
-		return "", false
-	}
-	return domain.InquiryID(rest), true
 }
 
 // Find lists, oldest first and at most limit, the inquiries of tenant whose requester address has
