@@ -192,13 +192,21 @@ func (s *Server) readPolicy(w http.ResponseWriter, r *http.Request) (raw []byte,
 }
 
 func (s *Server) putSLAPolicy(w http.ResponseWriter, r *http.Request) {
+	s.putPolicy(w, r, func(p domain.Principal, raw []byte) (any, eventstore.Position, error) {
+		return s.Commands.SetSLAPolicy(r.Context(), commands.SetSLAPolicy{Tenant: p.TenantID, Actor: p, Policy: raw,
+			CorrelationID: requestID(r.Context())})
+	})
+}
+
+// putPolicy replaces the caller's tenant policy with the body (see readPolicy) through set, and
+// answers the stored policy with its position.
+func (s *Server) putPolicy(w http.ResponseWriter, r *http.Request, set func(domain.Principal, []byte) (any, eventstore.Position, error)) {
 	raw, ok := s.readPolicy(w, r)
 	if !ok {
 		return
 	}
 	p := principal(r)
-	pol, pos, err := s.Commands.SetSLAPolicy(r.Context(), commands.SetSLAPolicy{Tenant: p.TenantID, Actor: p, Policy: raw,
-		CorrelationID: requestID(r.Context())})
+	pol, pos, err := set(p, raw)
 	if err != nil {
 		s.writeError(w, r, err)
 		return

@@ -7,6 +7,7 @@ import (
 
 	"github.com/casebook/casebook/commands"
 	"github.com/casebook/casebook/domain"
+	"github.com/casebook/casebook/eventstore"
 	"github.com/casebook/casebook/queries"
 )
 
@@ -72,17 +73,8 @@ func (s *Server) getRetentionPolicy(w http.ResponseWriter, r *http.Request) {
 // putRetentionPolicy serves PUT /v1/admin/retention-policy: the policy replaced, validated strictly
 // and audited (retention_policy).
 func (s *Server) putRetentionPolicy(w http.ResponseWriter, r *http.Request) {
-	raw, ok := s.readPolicy(w, r)
-	if !ok {
-		return
-	}
-	p := principal(r)
-	pol, pos, err := s.Commands.SetRetentionPolicy(r.Context(), commands.SetRetentionPolicy{Tenant: p.TenantID, Actor: p, Policy: raw,
-		CorrelationID: requestID(r.Context())})
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	w.Header().Set("Casebook-Position", s.tokens.sealPosition(p.TenantID, pos))
-	writeJSON(w, http.StatusOK, pol)
+	s.putPolicy(w, r, func(p domain.Principal, raw []byte) (any, eventstore.Position, error) {
+		return s.Commands.SetRetentionPolicy(r.Context(), commands.SetRetentionPolicy{Tenant: p.TenantID, Actor: p, Policy: raw,
+			CorrelationID: requestID(r.Context())})
+	})
 }
