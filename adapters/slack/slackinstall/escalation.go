@@ -101,14 +101,7 @@ func (s *Store) EscalationDestination(ctx context.Context, tenant domain.TenantI
 	if err != nil {
 		return Destination{}, err
 	}
-	d.Tenant = tenant
-	if d.Clearance, err = ParseClearance(d.ClearanceStr); err != nil {
-		return Destination{}, err
-	}
-	if d.Installation, err = s.Installation(ctx, tenant, instID); err != nil {
-		return Destination{}, err
-	}
-	return d, nil
+	return s.completeDestination(ctx, d, tenant, instID)
 }
 
 // HasEscalationDestination reports whether a tenant has an escalation destination, in q (a

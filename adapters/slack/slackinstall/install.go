@@ -405,7 +405,14 @@ func (s *Store) DestinationFor(ctx context.Context, tenant domain.TenantID, team
 	if err != nil {
 		return Destination{}, err
 	}
+	return s.completeDestination(ctx, d, tenant, instID)
+}
+
+// completeDestination fills in what a destination row read for tenant implies: its tenant, its
+// parsed clearance and the installation (instID) that posts there.
+func (s *Store) completeDestination(ctx context.Context, d Destination, tenant domain.TenantID, instID string) (Destination, error) {
 	d.Tenant = tenant
+	var err error
 	if d.Clearance, err = ParseClearance(d.ClearanceStr); err != nil {
 		return Destination{}, err
 	}
