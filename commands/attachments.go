@@ -424,21 +424,10 @@ func AttachmentName(name string) string {
 		if utf8.RuneCountInString(ext) > 16 {
 			ext = ""
 		}
-		name = cutRunes(strings.TrimSuffix(name, ext), MaxAttachmentName-utf8.RuneCountInString(ext)) + ext
+		name = domain.CutRunes(strings.TrimSuffix(name, ext), MaxAttachmentName-utf8.RuneCountInString(ext)) + ext
 	}
 	if name == "" {
 		return "attachment"
 	}
 	return name
-}
-
-func cutRunes(s string, n int) string {
-	i := 0
-	for j := range s {
-		if i == n {
-			return s[:j]
-		}
-		i++
-	}
-	return s
 }

@@ -111,3 +111,15 @@ func checkClean(field, v string, multiline bool) error {
 func CheckName(field, v string, required bool) error {
 	return checkLine(field, v, required, MaxNameLen)
 }
+
+// CutRunes keeps the first n runes of s (all of s when it has fewer).
+func CutRunes(s string, n int) string {
+	i := 0
+	for j := range s {
+		if i == n {
+			return s[:j]
+		}
+		i++
+	}
+	return s
+}

@@ -83,7 +83,7 @@ func (h *Handler) createFromMessage(ctx context.Context, reqID string, in slacki
 	}
 	res, err := h.Commands.Intake(ctx, commands.Intake{
 		Tenant: in.Tenant, Source: domain.SourceSlack, IdempotencyKey: shortcutKey(in.Key, it.Channel, it.MessageTS),
-		Submitter: &actor, Requester: requester, Subject: subject, Message: cut(text, domain.MaxMessageLen),
+		Submitter: &actor, Requester: requester, Subject: subject, Message: domain.CutRunes(text, domain.MaxMessageLen),
 		Permalink: link, CorrelationID: reqID,
 	})
 	var ve *domain.ValidationError
@@ -103,22 +103,10 @@ func firstLine(text string) string {
 	for line := range strings.SplitSeq(text, "\n") {
 		if line = strings.Join(strings.Fields(line), " "); domain.Visible(line) {
 			if utf8.RuneCountInString(line) > maxSubjectRunes {
-				return cut(line, maxSubjectRunes-1) + "…"
+				return domain.CutRunes(line, maxSubjectRunes-1) + "…"
 			}
 			return line
 		}
 	}
 	return ""
-}
-
-// cut keeps the first n runes of s.
-func cut(s string, n int) string {
-	i := 0
-	for j := range s {
-		if i == n {
-			return s[:j]
-		}
-		i++
-	}
-	return s
 }
