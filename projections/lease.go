@@ -3,6 +3,7 @@ package projections
 import (
 	"context"
 	"errors"
+	"sync"
 	"time"
 
 	"github.com/casebook/casebook/internal/sqldb"
@@ -12,15 +13,20 @@ import (
 var ErrLeaseLost = errors.New("projection lease lost")
 
 // lease gives one replica at a time the right to run a generation of a subscriber. The owner renews
-// it every TTL/3 and inside every batch it commits; the batch's renewal fails if another replica
-// has taken over, so a paused former owner can never commit output (fencing). A dead owner's lease
-// expires after TTL. Expiry compares the replicas' clocks, so they must be in sync well within TTL.
+// it every TTL/3, and a batch renews it too when TTL/3 has passed since the last renewal. Every
+// batch's transaction holds the lease row (beginBatch: share-locked on Postgres, the write lock on
+// SQLite) and commits nothing unless this replica owns it, so a takeover waits for a running batch
+// and a paused former owner can never commit output (fencing). A dead owner's lease expires after
+// TTL. Expiry compares the replicas' clocks, so they must be in sync well within TTL.
 type lease struct {
 	db    *sqldb.DB
 	name  string
 	owner string
 	ttl   time.Duration
 	now   func() time.Time
+
+	mu      sync.Mutex
+	renewed time.Time // when the last committed renewal started
 }
 
 // acquire takes or renews the lease; it reports whether this replica holds it.
@@ -34,20 +40,30 @@ func (l *lease) acquire(ctx context.Context) (bool, error) {
 		return false, err
 	}
 	n, err := res.RowsAffected()
+	if n == 1 && err == nil {
+		l.renewedAt(now)
+	}
 	return n == 1, err
 }
 
-// fence renews the lease inside tx, failing with ErrLeaseLost if this replica no longer holds it.
-func (l *lease) fence(ctx context.Context, tx sqldb.Querier) error {
-	res, err := tx.ExecContext(ctx, l.db.Rebind(`UPDATE projection_leases SET expires_at = ? WHERE name = ? AND owner = ?`),
-		l.now().Add(l.ttl).UnixNano(), l.name, l.owner)
-	if err != nil {
-		return err
+// renewal returns the expiry a batch starting at now should renew the lease to, or 0 when the last
+// renewal is recent (less than TTL/3 ago) and the batch only checks the lease.
+func (l *lease) renewal(now time.Time) int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if now.Sub(l.renewed) < l.ttl/3 {
+		return 0
 	}
-	if n, err := res.RowsAffected(); err != nil || n != 1 {
-		return ErrLeaseLost
+	return now.Add(l.ttl).UnixNano()
+}
+
+// renewedAt records a committed renewal that started at t.
+func (l *lease) renewedAt(t time.Time) {
+	l.mu.Lock()
+	if t.After(l.renewed) {
+		l.renewed = t
 	}
-	return nil
+	l.mu.Unlock()
 }
 
 // release gives the lease up so another replica can take over at once.

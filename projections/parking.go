@@ -29,83 +29,71 @@ type Parked struct {
 // maxParkedError bounds the stored error text.
 const maxParkedError = 1000
 
-func parkedSet(ctx context.Context, db *sqldb.DB, tx sqldb.Querier, name string) (map[string]bool, error) {
-	rows, err := tx.QueryContext(ctx, db.Rebind(`SELECT stream FROM projection_parked WHERE checkpoint = ?`), name)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	out := map[string]bool{}
-	for rows.Next() {
-		var s string
-		if err := rows.Scan(&s); err != nil {
-			return nil, err
-		}
-		out[s] = true
-	}
-	return out, rows.Err()
-}
-
 func savepoint(ctx context.Context, tx sqldb.Querier, verb, name string) error {
 	_, err := tx.ExecContext(ctx, verb+" "+name)
 	return err
 }
 
-// applyParking applies evs, skipping parked streams. If the batch fails, it applies the events one
-// by one under savepoints and parks each stream whose event fails; later events of a parked stream
-// wait behind it. If every event of a batch spanning several streams fails, the cause is taken to
-// be the database, not the events, and the batch fails instead.
-func applyParking(ctx context.Context, p Projection, b *Batch, name string, evs []eventstore.RecordedEvent, now time.Time) error {
-	parked, err := parkedSet(ctx, b.DB, b.q(), name)
-	if err != nil {
-		return err
+// unparked returns evs without the events of parked streams.
+func unparked(evs []eventstore.RecordedEvent, parked map[string]bool) []eventstore.RecordedEvent {
+	if len(parked) == 0 {
+		return evs
 	}
-	apply := evs
-	if len(parked) > 0 {
-		apply = make([]eventstore.RecordedEvent, 0, len(evs))
-		for _, e := range evs {
-			if !parked[e.StreamID] {
-				apply = append(apply, e)
-			}
+	out := make([]eventstore.RecordedEvent, 0, len(evs))
+	for _, e := range evs {
+		if !parked[e.StreamID] {
+			out = append(out, e)
 		}
 	}
-	if len(apply) == 0 {
+	return out
+}
+
+// batchFailure is a batch whose Apply failed: its transaction is rolled back and the batch runs
+// again event by event (applyEach) to find the failing streams.
+type batchFailure struct{ err error }
+
+func (f *batchFailure) Error() string { return f.err.Error() }
+func (f *batchFailure) Unwrap() error { return f.err }
+
+// applyAll applies evs in one call, without a savepoint: a failure (other than ctx's end) is a
+// *batchFailure and must roll the transaction back.
+func applyAll(ctx context.Context, p Projection, b *Batch, evs []eventstore.RecordedEvent) error {
+	if len(evs) == 0 {
 		return nil
 	}
-	if err := savepoint(ctx, b.q(), "SAVEPOINT", "batch"); err != nil {
-		return err
+	err := p.Apply(ctx, b.with(evs))
+	if err != nil && ctx.Err() == nil {
+		return &batchFailure{err: err}
 	}
-	batchErr := p.Apply(ctx, b.with(apply))
-	if batchErr == nil {
-		return savepoint(ctx, b.q(), "RELEASE SAVEPOINT", "batch")
-	}
-	if ctx.Err() != nil {
-		return batchErr
-	}
-	if err := savepoint(ctx, b.q(), "ROLLBACK TO SAVEPOINT", "batch"); err != nil {
-		return err
-	}
-	failed, streams := 0, map[string]bool{}
-	for _, e := range apply {
+	return err
+}
+
+// applyEach applies evs one by one under savepoints after the batch failed with batchErr, and parks
+// each stream whose event fails; later events of a parked stream wait behind it. If every event of
+// a batch spanning several streams fails, the cause is taken to be the database, not the events,
+// and the batch fails instead. It returns how many streams it parked.
+func applyEach(ctx context.Context, p Projection, b *Batch, name string, evs []eventstore.RecordedEvent, batchErr error, now time.Time) (int, error) {
+	failed, streams, parked := 0, map[string]bool{}, map[string]bool{}
+	for _, e := range evs {
 		streams[e.StreamID] = true
 		if parked[e.StreamID] {
 			continue
 		}
 		if err := applyOne(ctx, p, b, e); err != nil {
 			if ctx.Err() != nil {
-				return err
+				return 0, err
 			}
 			failed++
 			parked[e.StreamID] = true
 			if err := park(ctx, b.DB, b.q(), name, e, err, now); err != nil {
-				return err
+				return 0, err
 			}
 		}
 	}
-	if failed == len(apply) && len(streams) > 1 {
-		return batchErr
+	if failed == len(evs) && len(streams) > 1 {
+		return 0, batchErr
 	}
-	return nil
+	return len(parked), nil
 }
 
 // applyOne applies a single event under a savepoint, rolling it back on failure.

@@ -129,7 +129,7 @@ func claimGeneration(ctx context.Context, db *sqldb.DB, p Projection, st GenStat
 		if err := lockState(ctx, db, tx); err != nil {
 			return err
 		}
-		cur, err := readState(ctx, db, tx, p.Name(), false)
+		cur, err := readState(ctx, db, tx, p.Name())
 		if err != nil {
 			return err
 		}
@@ -204,7 +204,7 @@ func switchTo(ctx context.Context, db *sqldb.DB, p Projection, gen Generation, n
 		if err := lockState(ctx, db, tx); err != nil {
 			return err
 		}
-		cur, err := readState(ctx, db, tx, p.Name(), false)
+		cur, err := readState(ctx, db, tx, p.Name())
 		if err != nil {
 			return err
 		}

@@ -403,7 +403,7 @@ func (r *Runner) follow(ctx context.Context, gen Generation) error {
 	if err != nil {
 		return err
 	}
-	return r.update(ctx, p, 0)
+	return r.update(ctx, p, 0, -1)
 }
 
 // checkGeneration fails with errGenerationChanged when a live runner's generation is no longer
@@ -412,7 +412,7 @@ func (r *Runner) checkGeneration(ctx context.Context, gen Generation) error {
 	if r.Build != 0 {
 		return nil
 	}
-	st, err := readState(ctx, r.DB, r.DB.DB, r.Projection.Name(), false)
+	st, err := readState(ctx, r.DB, r.DB.DB, r.Projection.Name())
 	if err != nil {
 		return err
 	}
@@ -483,7 +483,7 @@ func (r *Runner) subscribe(ctx context.Context, l *lease, gen Generation) error 
 	if err != nil {
 		return fmt.Errorf("read checkpoint: %w", err)
 	}
-	if err := r.update(ctx, from, 0); err != nil {
+	if err := r.update(ctx, from, 0, -1); err != nil {
 		return err
 	}
 	ctx, cancel := context.WithCancelCause(ctx)
@@ -543,52 +543,73 @@ func (r *Runner) batchWindow() time.Duration {
 	return DefaultBatchWindow
 }
 
-// applyBatch commits one batch's output and checkpoint in one transaction.
+// applyBatch commits one batch's output and checkpoint in one transaction. The batch is applied in
+// one call without a savepoint; only if that fails is the transaction rolled back and the batch
+// applied again event by event, parking the streams that fail (see applyEach).
 func (r *Runner) applyBatch(ctx context.Context, l *lease, gen Generation, name string, p pending) error {
 	last := p.evs[len(p.evs)-1].Position
-	err := sqldb.InConnTx(ctx, r.DB, func(stx *sqldb.Tx) error {
-		tx := stx.Tx
-		if r.Build != 0 && r.DB.Dialect == sqldb.Postgres {
-			// A generation being built serves nobody and its output and checkpoint commit
-			// atomically: a crash may lose the last batches, which the rebuild then replays.
-			if _, err := tx.ExecContext(ctx, `SET LOCAL synchronous_commit = off`); err != nil {
-				return err
-			}
-		}
-		if err := lockCheckpoint(ctx, r.DB, stx, name); err != nil {
-			return err
-		}
-		if err := l.fence(ctx, stx); err != nil {
-			return err
-		}
-		if r.Build == 0 {
-			st, err := readState(ctx, r.DB, stx, r.Projection.Name(), true)
-			if err != nil {
-				return err
-			}
-			if st.ActiveGen != gen {
-				return errGenerationChanged
-			}
-		}
-		b := &Batch{Tx: tx, DB: r.DB, Gen: gen, Events: p.evs, Replaying: r.Build != 0, Now: r.Now(), Prepared: p.prepared, effects: r.effects, conn: stx}
-		if err := applyParking(ctx, r.Projection, b, name, p.evs, r.Now()); err != nil {
-			return err
-		}
-		return saveCheckpoint(ctx, r.DB, stx, name, last, r.Now())
-	})
+	at := r.Now()
+	renew := l.renewal(at)
+	parked, err := r.applyTx(ctx, l, gen, name, p, renew, nil)
+	if failed := (*batchFailure)(nil); errors.As(err, &failed) {
+		parked, err = r.applyTx(ctx, l, gen, name, p, renew, failed)
+	}
 	if errors.Is(err, ErrLeaseLost) || errors.Is(err, errGenerationChanged) {
 		return err
 	}
 	if err != nil {
 		return fmt.Errorf("apply batch ending at %v: %w", last, err)
 	}
-	return r.update(ctx, last, uint64(len(p.evs)))
+	if renew != 0 {
+		l.renewedAt(at)
+	}
+	return r.update(ctx, last, uint64(len(p.evs)), parked)
+}
+
+// applyTx is applyBatch's transaction: all events at once, or (after failed) one by one. It
+// returns the number of parked streams after it.
+func (r *Runner) applyTx(ctx context.Context, l *lease, gen Generation, name string, p pending, renew int64, failed *batchFailure) (int, error) {
+	parked := 0
+	err := sqldb.InConnTx(ctx, r.DB, func(stx *sqldb.Tx) error {
+		projection := r.Projection.Name()
+		if r.Build != 0 {
+			projection = "" // a generation being built is not the active one
+		}
+		// A generation being built serves nobody and its output and checkpoint commit atomically
+		// (async): a crash may lose the last batches, which the rebuild then replays.
+		st, err := beginBatch(ctx, r.DB, stx, name, l.owner, projection, renew, r.Build != 0)
+		if err != nil {
+			return err
+		}
+		if !st.owned {
+			return ErrLeaseLost
+		}
+		if r.Build == 0 && st.gen != gen {
+			return errGenerationChanged
+		}
+		b := &Batch{Tx: stx.Tx, DB: r.DB, Gen: gen, Events: p.evs, Replaying: r.Build != 0, Now: r.Now(), Prepared: p.prepared, effects: r.effects, conn: stx}
+		apply := unparked(p.evs, st.parked)
+		parked = len(st.parked)
+		if failed == nil {
+			err = applyAll(ctx, r.Projection, b, apply)
+		} else {
+			var n int
+			n, err = applyEach(ctx, r.Projection, b, name, apply, failed.err, r.Now())
+			parked += n
+		}
+		if err != nil {
+			return err
+		}
+		return saveCheckpoint(ctx, r.DB, stx, name, p.evs[len(p.evs)-1].Position, r.Now())
+	})
+	return parked, err
 }
 
 // update records that the checkpoint is at position at after n more events, with fresh lag and
-// parked counts, and wakes WaitFor callers. The status changes in one step, so a waiter that wakes
+// parked counts (parked, when not negative, is the count a batch just committed), and wakes WaitFor
+// callers. The status changes in one step, so a waiter that wakes
 // sees lag and position that agree.
-func (r *Runner) update(ctx context.Context, at eventstore.Position, n uint64) error {
+func (r *Runner) update(ctx context.Context, at eventstore.Position, n uint64, parked int) error {
 	head, err := r.Store.Head(ctx)
 	if err != nil {
 		return fmt.Errorf("read head: %w", err)
@@ -596,7 +617,7 @@ func (r *Runner) update(ctx context.Context, at eventstore.Position, n uint64) e
 	caughtUp := !at.Less(head)
 	now := r.Now()
 	r.mu.Lock()
-	lagEvents, lagSeconds, parked := r.status.LagEvents, r.status.LagSeconds, r.status.Parked
+	lagEvents, lagSeconds := r.status.LagEvents, r.status.LagSeconds
 	stale := now.Sub(r.statsAt) >= StatsInterval || n == 0
 	r.mu.Unlock()
 	switch {
@@ -617,7 +638,7 @@ func (r *Runner) update(ctx context.Context, at eventstore.Position, n uint64) e
 		lagEvents -= int64(n)
 	}
 	gen := r.currentGen()
-	if stale || caughtUp {
+	if parked < 0 {
 		if parked, err = countParked(ctx, r.DB, checkpointName(r.Projection, gen)); err != nil {
 			return err
 		}

@@ -3,8 +3,10 @@ package projections
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/casebook/casebook/eventstore"
@@ -48,7 +50,43 @@ CREATE TABLE IF NOT EXISTS effect_intents (
 	tenant_id  TEXT   NOT NULL,
 	payload    TEXT   NOT NULL,
 	created_at BIGINT NOT NULL
-)`}}
+)`}, {Version: 2, Postgres: strings.ReplaceAll(batchBeginFunc, ";\n", "; \n")}}
+
+// batchBeginFunc is what a subscriber's batch transaction does on Postgres before applying, in one
+// round trip and in this order, each statement with a fresh snapshot (the function is volatile) as
+// if sent one by one: lock the checkpoint row (created if missing), then check the lease (renewing
+// it when p_renew_until is set) holding its row until commit, then read the active generation
+// (share-locked) and the parked streams (a JSON array, NULL when none). Migrate splits scripts at
+// ";\n", hence the replacement above.
+const batchBeginFunc = `
+CREATE OR REPLACE FUNCTION projection_batch_begin(p_name text, p_owner text, p_projection text,
+	p_renew_until bigint, p_async boolean, OUT o_owned boolean, OUT o_gen bigint, OUT o_parked text)
+LANGUAGE plpgsql VOLATILE AS $$
+BEGIN
+	IF p_async THEN
+		PERFORM set_config('synchronous_commit', 'off', true);
+	END IF;
+	PERFORM 1 FROM projection_checkpoints WHERE name = p_name FOR UPDATE;
+	IF NOT FOUND THEN
+		INSERT INTO projection_checkpoints (name, commit_pos, prepare_pos, updated_at)
+			VALUES (p_name, 0, 0, 0) ON CONFLICT (name) DO NOTHING;
+		PERFORM 1 FROM projection_checkpoints WHERE name = p_name FOR UPDATE;
+	END IF;
+	IF p_renew_until IS NULL THEN
+		PERFORM 1 FROM projection_leases WHERE name = p_name AND owner = p_owner FOR SHARE;
+	ELSE
+		UPDATE projection_leases SET expires_at = p_renew_until WHERE name = p_name AND owner = p_owner;
+	END IF;
+	o_owned := FOUND;
+	IF NOT o_owned THEN
+		RETURN;
+	END IF;
+	IF p_projection <> '' THEN
+		SELECT s.active_gen INTO o_gen FROM projection_state s WHERE s.name = p_projection FOR SHARE;
+	END IF;
+	SELECT json_agg(k.stream)::text INTO o_parked FROM projection_parked k WHERE k.checkpoint = p_name;
+END
+$$`
 
 // Migrate creates the runtime's tables: checkpoints, leases, generations, parked streams and the
 // effect intents that side-effect subscribers emit.
@@ -101,12 +139,9 @@ type querier interface {
 	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 }
 
-// readState reads a projection's generations; share locks the row on Postgres for the rest of tx.
-func readState(ctx context.Context, db *sqldb.DB, q querier, name string, share bool) (GenState, error) {
+// readState reads a projection's generations.
+func readState(ctx context.Context, db *sqldb.DB, q querier, name string) (GenState, error) {
 	query := `SELECT active_gen, active_version, building_gen, building_version FROM projection_state WHERE name = ?`
-	if share && db.Dialect == sqldb.Postgres {
-		query += ` FOR SHARE`
-	}
 	var st GenState
 	var bg, bv sql.NullInt64
 	err := q.QueryRowContext(ctx, db.Rebind(query), name).Scan(&st.ActiveGen, &st.ActiveVersion, &bg, &bv)
@@ -119,7 +154,7 @@ func readState(ctx context.Context, db *sqldb.DB, q querier, name string, share 
 
 // ReadState returns a projection's generations (domain-free errors: sql.ErrNoRows if unknown).
 func ReadState(ctx context.Context, db *sqldb.DB, name string) (GenState, error) {
-	return readState(ctx, db, db, name, false)
+	return readState(ctx, db, db, name)
 }
 
 // lockState serializes generation changes of all projections.
@@ -134,7 +169,7 @@ func lockState(ctx context.Context, db *sqldb.DB, tx *sql.Tx) error {
 // ensureActive returns the projection's generations, creating generation 1 (tables and views) on
 // first use.
 func ensureActive(ctx context.Context, db *sqldb.DB, p Projection, now time.Time) (GenState, error) {
-	st, err := readState(ctx, db, db.DB, p.Name(), false)
+	st, err := readState(ctx, db, db.DB, p.Name())
 	if err == nil {
 		return st, nil
 	}
@@ -151,7 +186,7 @@ func ensureActive(ctx context.Context, db *sqldb.DB, p Projection, now time.Time
 		if err := lockState(ctx, db, tx); err != nil {
 			return err
 		}
-		if _, err := readState(ctx, db, tx, p.Name(), false); err == nil {
+		if _, err := readState(ctx, db, tx, p.Name()); err == nil {
 			return nil // another process got here first
 		}
 		if _, err := tx.ExecContext(ctx, db.Rebind(`INSERT INTO projection_state (name, active_gen, active_version, updated_at)
@@ -163,7 +198,7 @@ func ensureActive(ctx context.Context, db *sqldb.DB, p Projection, now time.Time
 	if err != nil {
 		return GenState{}, fmt.Errorf("projection %s: create generation 1: %w", p.Name(), err)
 	}
-	return readState(ctx, db, db.DB, p.Name(), false)
+	return readState(ctx, db, db.DB, p.Name())
 }
 
 // pointViews makes each base name a view of gen's table.
@@ -252,4 +287,67 @@ func Describe(ctx context.Context, db *sqldb.DB, store eventstore.Store, p Proje
 		return d, err
 	}
 	return d, nil
+}
+
+// batchStart is what a batch's transaction learns before applying.
+type batchStart struct {
+	owned  bool       // this replica holds the lease, and keeps it until the transaction ends
+	gen    Generation // the active generation (read for live runners only)
+	parked map[string]bool
+}
+
+// beginBatch locks the checkpoint name against Retry, fences the lease (renewing it to renewUntil
+// when that is not zero), reads the active generation of projection (unless "") and the parked
+// streams: one statement on Postgres (projection_batch_begin); on SQLite, whose write transactions
+// are already serialized, one query plus the renewal when due. async turns off synchronous commit
+// for the transaction on Postgres.
+func beginBatch(ctx context.Context, db *sqldb.DB, tx sqldb.Querier, name, owner, projection string, renewUntil int64, async bool) (batchStart, error) {
+	var st batchStart
+	var gen sql.NullInt64
+	var parked sql.NullString
+	if db.Dialect == sqldb.Postgres {
+		var renew sql.NullInt64
+		if renewUntil != 0 {
+			renew = sql.NullInt64{Int64: renewUntil, Valid: true}
+		}
+		err := tx.QueryRowContext(ctx, `SELECT o_owned, o_gen, o_parked FROM projection_batch_begin($1, $2, $3, $4, $5)`,
+			name, owner, projection, renew, async).Scan(&st.owned, &gen, &parked)
+		if err != nil {
+			return st, err
+		}
+	} else {
+		if renewUntil != 0 {
+			if _, err := tx.ExecContext(ctx, `UPDATE projection_leases SET expires_at = ? WHERE name = ? AND owner = ?`,
+				renewUntil, name, owner); err != nil {
+				return st, err
+			}
+		}
+		var n int
+		err := tx.QueryRowContext(ctx, `SELECT (SELECT count(*) FROM projection_leases WHERE name = ? AND owner = ?),
+			(SELECT active_gen FROM projection_state WHERE name = ?),
+			(SELECT json_group_array(stream) FROM projection_parked WHERE checkpoint = ?)`,
+			name, owner, projection, name).Scan(&n, &gen, &parked)
+		if err != nil {
+			return st, err
+		}
+		st.owned = n == 1
+	}
+	if !st.owned {
+		return st, nil
+	}
+	if projection != "" && !gen.Valid {
+		return st, fmt.Errorf("projection %s has no generations", projection)
+	}
+	st.gen = Generation(gen.Int64)
+	if parked.Valid && parked.String != "[]" {
+		var streams []string
+		if err := json.Unmarshal([]byte(parked.String), &streams); err != nil {
+			return st, fmt.Errorf("parked streams: %w", err)
+		}
+		st.parked = make(map[string]bool, len(streams))
+		for _, s := range streams {
+			st.parked[s] = true
+		}
+	}
+	return st, nil
 }
