@@ -116,12 +116,16 @@ func (p *Intents) Apply(ctx context.Context, b *projections.Batch) error {
 		lists  []string
 		delays []time.Duration
 	}
+	raise := make([]slackeffects.Desired, len(order))
+	for i, k := range order {
+		raise[i] = slackeffects.Desired{Tenant: k.tenant, Inquiry: k.id, Version: desired[k]}
+	}
+	if err := slackeffects.RaiseDesired(ctx, b, table, raise); err != nil {
+		return err
+	}
 	actives := map[domain.TenantID]active{} // one read per tenant per batch
 	for _, k := range order {
 		v := desired[k]
-		if err := slackeffects.RaiseDesired(ctx, b, table, k.tenant, k.id, v); err != nil {
-			return err
-		}
 		if b.Replaying {
 			continue // a rebuild never emits: the live generation did
 		}

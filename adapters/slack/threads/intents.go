@@ -113,12 +113,16 @@ func (p *Intents) Apply(ctx context.Context, b *projections.Batch) error {
 			return err
 		}
 	}
+	raise := make([]slackeffects.Desired, len(order))
+	for i, k := range order {
+		raise[i] = slackeffects.Desired{Tenant: k.tenant, Inquiry: k.id, Version: desired[k]}
+	}
+	if err := slackeffects.RaiseDesired(ctx, b, table, raise); err != nil {
+		return err
+	}
 	hasDest := map[domain.TenantID]bool{} // one lookup per tenant per batch
 	for _, k := range order {
 		v := desired[k]
-		if err := slackeffects.RaiseDesired(ctx, b, table, k.tenant, k.id, v); err != nil {
-			return err
-		}
 		if b.Replaying {
 			continue // a rebuild never emits: the live generation did
 		}
