@@ -140,16 +140,21 @@ type Profile struct {
 // Profile returns a tenant's public profile. A tenant without one shows its slug and offers no
 // categories.
 func (s *Store) Profile(ctx context.Context, t Tenant) (Profile, error) {
-	var name, cats string
+	var name, cats sql.NullString
 	err := s.db.QueryRowContext(ctx, s.db.Rebind(`SELECT name, categories FROM tenant_profiles WHERE tenant_id = ?`), t.ID).Scan(&name, &cats)
-	if errors.Is(err, sql.ErrNoRows) {
-		return Profile{Name: t.Slug}, nil
-	}
-	if err != nil {
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return Profile{}, fmt.Errorf("profile: %w", err)
 	}
-	p := Profile{Name: name}
-	if err := json.Unmarshal([]byte(cats), &p.Categories); err != nil {
+	return profileOf(t, name, cats)
+}
+
+// profileOf is t's profile from its tenant_profiles row (both invalid when it has none).
+func profileOf(t Tenant, name, cats sql.NullString) (Profile, error) {
+	if !name.Valid && !cats.Valid {
+		return Profile{Name: t.Slug}, nil
+	}
+	p := Profile{Name: name.String}
+	if err := json.Unmarshal([]byte(cats.String), &p.Categories); err != nil {
 		return Profile{}, fmt.Errorf("profile categories: %w", err)
 	}
 	if p.Name == "" {

@@ -217,31 +217,37 @@ func (s *Store) SetOrigins(ctx context.Context, slug string, origins []string) (
 	return norm, nil
 }
 
-// PublicTenant finds a tenant by slug with its trusted origins, in one query, for the public intake.
-// An unknown slug is domain.ErrNotFound.
-func (s *Store) PublicTenant(ctx context.Context, slug string) (Tenant, []string, error) {
-	rows, err := s.db.QueryContext(ctx, s.db.Rebind(`SELECT t.id, t.slug, o.origin FROM tenants t
-		LEFT JOIN tenant_origins o ON o.tenant_id = t.id WHERE t.slug = ? ORDER BY o.origin`), slug)
+// PublicTenant finds a tenant by slug with its trusted origins and its public profile, in one
+// query, for the public form and intake. An unknown slug is domain.ErrNotFound.
+func (s *Store) PublicTenant(ctx context.Context, slug string) (Tenant, []string, Profile, error) {
+	rows, err := s.db.QueryContext(ctx, s.db.Rebind(`SELECT t.id, t.slug, o.origin, p.name, p.categories FROM tenants t
+		LEFT JOIN tenant_origins o ON o.tenant_id = t.id LEFT JOIN tenant_profiles p ON p.tenant_id = t.id
+		WHERE t.slug = ? ORDER BY o.origin`), slug)
 	if err != nil {
-		return Tenant{}, nil, err
+		return Tenant{}, nil, Profile{}, err
 	}
 	defer rows.Close()
 	var t Tenant
 	var origins []string
+	var name, cats sql.NullString
 	for rows.Next() {
 		var o sql.NullString
-		if err := rows.Scan(&t.ID, &t.Slug, &o); err != nil {
-			return Tenant{}, nil, err
+		if err := rows.Scan(&t.ID, &t.Slug, &o, &name, &cats); err != nil {
+			return Tenant{}, nil, Profile{}, err
 		}
 		if o.Valid {
 			origins = append(origins, o.String)
 		}
 	}
 	if err := rows.Err(); err != nil {
-		return Tenant{}, nil, err
+		return Tenant{}, nil, Profile{}, err
 	}
 	if t.ID == "" {
-		return Tenant{}, nil, fmt.Errorf("tenant %q: %w", slug, domain.ErrNotFound)
+		return Tenant{}, nil, Profile{}, fmt.Errorf("tenant %q: %w", slug, domain.ErrNotFound)
 	}
-	return t, origins, nil
+	p, err := profileOf(t, name, cats)
+	if err != nil {
+		return Tenant{}, nil, Profile{}, err
+	}
+	return t, origins, p, nil
 }

@@ -122,7 +122,7 @@ func TestOrigins(t *testing.T) {
 		if _, _, _, err := s.CreateTenant(ctx, "acme"); err != nil {
 			t.Fatal(err)
 		}
-		tn, origins, err := s.PublicTenant(ctx, "acme")
+		tn, origins, _, err := s.PublicTenant(ctx, "acme")
 		if err != nil || tn.Slug != "acme" || len(origins) != 0 {
 			t.Fatalf("public tenant = %+v %v %v", tn, origins, err)
 		}
@@ -131,7 +131,7 @@ func TestOrigins(t *testing.T) {
 		if err != nil || !slices.Equal(got, want) {
 			t.Fatalf("set origins = %v, %v; want %v", got, err, want)
 		}
-		if _, origins, _ = s.PublicTenant(ctx, "acme"); !slices.Equal(origins, want) {
+		if _, origins, _, _ = s.PublicTenant(ctx, "acme"); !slices.Equal(origins, want) {
 			t.Fatalf("stored origins = %v", origins)
 		}
 		for _, bad := range []string{"acme.example", "ftp://acme.example", "https://acme.example/form", "https://u:p@acme.example", "https://acme.example?x=1", "https://"} {
@@ -139,16 +139,16 @@ func TestOrigins(t *testing.T) {
 				t.Errorf("origin %q: %v", bad, err)
 			}
 		}
-		if _, origins, _ = s.PublicTenant(ctx, "acme"); !slices.Equal(origins, want) {
+		if _, origins, _, _ = s.PublicTenant(ctx, "acme"); !slices.Equal(origins, want) {
 			t.Fatalf("a refused update changed the origins: %v", origins)
 		}
 		if _, err := s.SetOrigins(ctx, "acme", nil); err != nil {
 			t.Fatal(err)
 		}
-		if _, origins, _ = s.PublicTenant(ctx, "acme"); len(origins) != 0 {
+		if _, origins, _, _ = s.PublicTenant(ctx, "acme"); len(origins) != 0 {
 			t.Fatalf("cleared origins = %v", origins)
 		}
-		if _, _, err := s.PublicTenant(ctx, "nope"); !errors.Is(err, domain.ErrNotFound) {
+		if _, _, _, err := s.PublicTenant(ctx, "nope"); !errors.Is(err, domain.ErrNotFound) {
 			t.Fatalf("unknown slug: %v", err)
 		}
 		if _, err := s.SetOrigins(ctx, "nope", nil); !errors.Is(err, domain.ErrNotFound) {
@@ -195,4 +195,56 @@ func TestMigrationGivesOldTokensIDs(t *testing.T) {
 			t.Fatalf("revoked old token: %v", err)
 		}
 	})
+}
+
+// TestPublicTenantOneStatement: the public intake's tenant lookup (tenant, origins and profile) is
+// one statement (counted on Postgres) and reads what is stored now: a profile change shows at once.
+func TestPublicTenantOneStatement(t *testing.T) {
+	t.Parallel()
+	for _, b := range dbtest.Backends {
+		t.Run(b.Name, func(t *testing.T) {
+			t.Parallel()
+			var db *sqldb.DB
+			var stmts *dbtest.Statements
+			if b.Name == "postgres" {
+				db, stmts = dbtest.CountingPostgres(t)
+			} else {
+				db = b.Open(t)
+			}
+			ctx := t.Context()
+			s, err := tenancy.New(ctx, db, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, _, _, err := s.CreateTenant(ctx, "acme"); err != nil {
+				t.Fatal(err)
+			}
+			if _, _, p, err := s.PublicTenant(ctx, "acme"); err != nil || p.Name != "acme" || len(p.Categories) != 0 {
+				t.Fatalf("profile without a row = %+v, %v", p, err)
+			}
+			if _, err := s.SetOrigins(ctx, "acme", []string{"https://a.example", "https://b.example"}); err != nil {
+				t.Fatal(err)
+			}
+			name := "Acme Support"
+			if _, err := s.SetProfile(ctx, "acme", &name, []tenancy.Category{{Slug: "billing", Label: "Billing"}}); err != nil {
+				t.Fatal(err)
+			}
+			if stmts != nil {
+				stmts.Reset()
+			}
+			tn, origins, p, err := s.PublicTenant(ctx, "acme")
+			if err != nil || tn.Slug != "acme" || len(origins) != 2 || p.Name != name || len(p.Categories) != 1 || p.Categories[0].Slug != "billing" {
+				t.Fatalf("public tenant = %+v %v %+v %v", tn, origins, p, err)
+			}
+			if stmts != nil && stmts.Total("") != 1 {
+				t.Fatalf("%d statements: %v", stmts.Total(""), stmts.Counts())
+			}
+			if _, err := s.SetProfile(ctx, "acme", nil, []tenancy.Category{}); err != nil {
+				t.Fatal(err)
+			}
+			if _, _, p, err := s.PublicTenant(ctx, "acme"); err != nil || len(p.Categories) != 0 || p.Name != name {
+				t.Fatalf("after clearing categories: %+v, %v", p, err)
+			}
+		})
+	}
 }

@@ -44,7 +44,7 @@ func (s *Server) publicPreflight(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Add("Vary", "Access-Control-Request-Method, Access-Control-Request-Headers")
-	_, origins, err := s.Tenancy.PublicTenant(r.Context(), mux.Vars(r)["tenant_slug"])
+	_, origins, _, err := s.Tenancy.PublicTenant(r.Context(), mux.Vars(r)["tenant_slug"])
 	if err == nil && r.Header.Get("Access-Control-Request-Method") == http.MethodPost && requestHeadersAllowed(r) &&
 		allowOrigin(w, r, origins) {
 		w.Header().Set("Access-Control-Allow-Methods", corsAllowMethods)

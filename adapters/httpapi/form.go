@@ -109,27 +109,19 @@ func (s *Server) formPage(w http.ResponseWriter, r *http.Request) {
 		s.renderFormError(w, r, err)
 		return
 	}
-	t, _, err := s.Tenancy.PublicTenant(r.Context(), mux.Vars(r)["tenant_slug"])
+	t, _, p, err := s.Tenancy.PublicTenant(r.Context(), mux.Vars(r)["tenant_slug"])
 	if err != nil {
 		s.renderFormError(w, r, err)
 		return
 	}
-	v, err := s.formFor(r, t)
-	if err != nil {
-		s.renderFormError(w, r, err)
-		return
-	}
+	v := s.formFor(t, p)
 	v.Key = newFormKey()
 	s.render(w, http.StatusOK, v)
 }
 
 // formFor is the form page of a tenant: its display name and categories.
-func (s *Server) formFor(r *http.Request, t tenancy.Tenant) (formView, error) {
-	p, err := s.Tenancy.Profile(r.Context(), t)
-	if err != nil {
-		return formView{}, err
-	}
-	return formView{Page: "form", Title: "Contact " + p.Name, Slug: t.Slug, Limits: s.public.cfg.Fields, Categories: p.Categories}, nil
+func (s *Server) formFor(t tenancy.Tenant, p tenancy.Profile) formView {
+	return formView{Page: "form", Title: "Contact " + p.Name, Slug: t.Slug, Limits: s.public.cfg.Fields, Categories: p.Categories}
 }
 
 // retryWords says how long Retry-After asks a person to wait.
@@ -156,7 +148,7 @@ func (s *Server) formSubmit(w http.ResponseWriter, r *http.Request) {
 	}
 	var view formView
 	if err == nil {
-		if view, err = s.formFor(r, a.tenant); err == nil && len(view.Categories) > 0 &&
+		if view = s.formFor(a.tenant, a.profile); len(view.Categories) > 0 &&
 			!slices.ContainsFunc(view.Categories, func(c tenancy.Category) bool { return c.Slug == in.Category }) {
 			err = domain.Invalid("category", "choose one from the list")
 		}

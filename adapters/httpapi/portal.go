@@ -61,6 +61,11 @@ func (s *Server) checkTenantCategory(ctx context.Context, t tenancy.Tenant, cate
 	if err != nil {
 		return err
 	}
+	return checkCategory(p, category)
+}
+
+// checkCategory refuses a category that profile's tenant does not offer, when it offers any.
+func checkCategory(p tenancy.Profile, category string) error {
 	if len(p.Categories) > 0 && !slices.ContainsFunc(p.Categories, func(c tenancy.Category) bool { return c.Slug == category }) {
 		return domain.Invalid("category", "must be one of the tenant's categories")
 	}

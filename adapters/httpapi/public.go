@@ -232,8 +232,9 @@ func (f FieldLimits) check(p publicInquiry) error {
 
 // admitted is a public request that passed admission.
 type admitted struct {
-	tenant tenancy.Tenant
-	client string // keyed hash of the client address
+	tenant  tenancy.Tenant
+	profile tenancy.Profile // read with the tenant, in the same query
+	client  string          // keyed hash of the client address
 }
 
 // admitPublic applies, cheapest first: the per-client rate limit, the tenant lookup, the tenant's
@@ -244,11 +245,11 @@ func (s *Server) admitPublic(w http.ResponseWriter, r *http.Request) (admitted, 
 	if ok, retry := p.clients.Allow(a.client); !ok {
 		return a, s.limited(w, r, "client_rate_limit", a.client, retry)
 	}
-	t, origins, err := s.Tenancy.PublicTenant(r.Context(), mux.Vars(r)["tenant_slug"])
+	t, origins, profile, err := s.Tenancy.PublicTenant(r.Context(), mux.Vars(r)["tenant_slug"])
 	if err != nil {
 		return a, err
 	}
-	a.tenant = t
+	a.tenant, a.profile = t, profile
 	allowOrigin(w, r, origins) // CORS headers for a trusted origin, on every answer from here on
 	if err := originPolicy(origins).Check(r); err != nil {
 		s.logPublic(r.Context(), "public intake refused", "cross_origin", a)
@@ -352,7 +353,7 @@ func (s *Server) publicIntake(w http.ResponseWriter, r *http.Request) {
 	}
 	if err == nil {
 		// The tenant's categories bind the JSON route as they bind the form (and the honeypot).
-		err = s.checkTenantCategory(r.Context(), a.tenant, commands.Normalize(in.Category, false))
+		err = checkCategory(a.profile, commands.Normalize(in.Category, false))
 	}
 	if err == nil {
 		receipt, err = s.acceptPublic(r, a, in, r.Header.Get("Idempotency-Key"))

@@ -64,7 +64,7 @@ func TestLostRaceOverHTTP(t *testing.T) {
 	if r.status != 412 || e["current_version"] != 3.0 || e["changed_by"] != tb.opID || r.header.Get("ETag") != `"3"` {
 		t.Fatalf("stale write = %d %s ETag=%s", r.status, r.raw, r.header.Get("ETag"))
 	}
-	ten, _, err := tb.app.Tenancy.PublicTenant(t.Context(), "acme")
+	ten, _, _, err := tb.app.Tenancy.PublicTenant(t.Context(), "acme")
 	if err != nil {
 		t.Fatal(err)
 	}
