@@ -37,9 +37,10 @@ type Executor interface {
 }
 
 var (
-	_ Executor   = (*Handler)(nil)
-	_ Executor   = (*Audited)(nil)
-	_ TxRecorder = (*AuditLog)(nil)
+	_ Executor          = (*Handler)(nil)
+	_ Executor          = (*Audited)(nil)
+	_ TxRecorder        = (*AuditLog)(nil)
+	_ CompanionRecorder = (*AuditLog)(nil)
 )
 
 // Outcome is what became of a command.
@@ -124,20 +125,35 @@ type TxRecorder interface {
 // entry.
 func (a *Audited) withEntry(ctx context.Context, e AuditEntry) (context.Context, *atomic.Bool) {
 	wrote := new(atomic.Bool)
-	tr, ok := a.Sink.(TxRecorder)
-	if !ok {
-		return ctx, wrote
-	}
-	return sqldb.WithTxHook(ctx, func(ctx context.Context, tx *sqldb.Tx, stream string) error {
+	accepted := func(stream string) AuditEntry {
 		e := e
 		if e.InquiryID == "" {
 			e.InquiryID, _ = eventstore.StreamInquiry("inquiry", stream, e.Tenant)
 		}
 		e.Outcome, e.At = OutcomeAccepted, a.now()
-		ok, err := tr.RecordTx(ctx, tx, e)
+		return e
+	}
+	if cr, ok := a.Sink.(CompanionRecorder); ok {
+		if c := cr.Companion(accepted, func() { wrote.Store(true) }); c != nil {
+			ctx = eventstore.WithCompanion(ctx, c)
+		}
+	}
+	tr, ok := a.Sink.(TxRecorder)
+	if !ok {
+		return ctx, wrote
+	}
+	return sqldb.WithTxHook(ctx, func(ctx context.Context, tx *sqldb.Tx, stream string) error {
+		ok, err := tr.RecordTx(ctx, tx, accepted(stream))
 		wrote.Store(ok && err == nil)
 		return err
 	}), wrote
+}
+
+// CompanionRecorder is an AuditSink whose entry of an accepted command an event store can write in
+// the append's own statement (an eventstore.Companion: the Postgres store on the sink's database).
+// Companion returns nil when the sink has none to offer.
+type CompanionRecorder interface {
+	Companion(entry func(stream string) AuditEntry, written func()) *eventstore.Companion
 }
 
 // finish records e unless its hook wrote it with the command's committed append.
@@ -308,6 +324,24 @@ func (l *AuditLog) RecordTx(ctx context.Context, tx *sqldb.Tx, e AuditEntry) (bo
 		(request_id, tenant_id, actor, command, inquiry_id, outcome, code, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`),
 		e.RequestID, e.Tenant, e.Actor, e.Command, e.InquiryID, e.Outcome, e.Code, e.At.UnixNano())
 	return err == nil, err
+}
+
+// Companion implements CompanionRecorder on Postgres: the entry goes into the append's statement
+// when the event store shares the log's pool. On SQLite the append's transaction takes it (RecordTx).
+func (l *AuditLog) Companion(entry func(stream string) AuditEntry, written func()) *eventstore.Companion {
+	if l.db.Dialect != sqldb.Postgres {
+		return nil
+	}
+	return &eventstore.Companion{
+		Handle:  l.db.PgxPool(),
+		Table:   "command_audit",
+		Columns: []string{"request_id", "tenant_id", "actor", "command", "inquiry_id", "outcome", "code", "at"},
+		Values: func(stream string) []any {
+			e := entry(stream)
+			return []any{e.RequestID, string(e.Tenant), string(e.Actor), e.Command, string(e.InquiryID), string(e.Outcome), e.Code, e.At.UnixNano()}
+		},
+		Written: written,
+	}
 }
 
 // Entries returns a tenant's most recent entries (at most limit), oldest first.

@@ -44,6 +44,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -263,6 +264,12 @@ func (s *Store) Append(ctx context.Context, stream string, expected eventstore.E
 	} else if r, ok := expected.Revision(); ok {
 		query, args = appendExact, append(args, int64(r))
 	}
+	c := eventstore.CompanionOf(ctx)
+	if c != nil && c.Handle == any(s.pool) {
+		query, args = withCompanion(query, args, c, stream)
+	} else {
+		c = nil
+	}
 	for {
 		res, n, err := s.insert(ctx, query, args)
 		var pgErr *pgconn.PgError
@@ -280,8 +287,24 @@ func (s *Store) Append(ctx context.Context, stream string, expected eventstore.E
 			return eventstore.AppendResult{}, s.conflict(ctx, stream, expected)
 		}
 		s.requestNotify()
+		if c != nil && c.Written != nil {
+			c.Written()
+		}
 		return res, nil
 	}
+}
+
+// withCompanion wraps an append statement so that it also inserts c's row, in the same statement
+// and only if the append inserted its events.
+func withCompanion(query string, args []any, c *eventstore.Companion, stream string) (string, []any) {
+	vals := c.Values(stream)
+	ph := make([]string, len(vals))
+	for i := range vals {
+		ph[i] = fmt.Sprintf("$%d", len(args)+i+1)
+	}
+	return `WITH ins AS (` + query + `), companion AS (INSERT INTO ` + c.Table + ` (` + strings.Join(c.Columns, ", ") + `)
+	SELECT ` + strings.Join(ph, ", ") + ` WHERE EXISTS (SELECT FROM ins))
+	SELECT xid, seq, revision FROM ins`, append(slices.Clip(args), vals...)
 }
 
 // insert runs an append statement and reports where its last event landed and how many it inserted.
