@@ -172,6 +172,15 @@ type Rewriter interface {
 	RewriteData(ctx context.Context, stream string, revision uint64, old, data []byte) (bool, error)
 }
 
+// SealedReader is implemented by stores that open sealed personal members on every read
+// (eventstore/sealed). AsStored returns the same log read as the backend holds it: an event's
+// personal members (domain.PersonalFields) are absent and its "sealed" member stays ciphertext;
+// nothing is decrypted. Appends through it are sealed like those through the store itself. A
+// subscriber that reads no personal member uses it: it never holds plaintext personal data.
+type SealedReader interface {
+	AsStored() Store
+}
+
 // Counter is implemented by stores that can count the events after a position cheaply; subscribers
 // use it to report their lag in events.
 type Counter interface {

@@ -191,7 +191,7 @@ func Retry(ctx context.Context, db *sqldb.DB, store eventstore.Store, p Projecti
 			Scan(&cp.Commit, &cp.Prepare); err != nil {
 			return err
 		}
-		evs, err := store.ReadStream(ctx, stream, rev, 0)
+		evs, err := source(store, p).ReadStream(ctx, stream, rev, 0)
 		if err != nil {
 			return err
 		}

@@ -503,7 +503,7 @@ func (r *Runner) subscribe(ctx context.Context, l *lease, gen Generation) error 
 	}()
 	prep, _ := r.Projection.(Preparer)
 	window := r.batchWindow()
-	err = r.Store.Subscribe(ctx, from, func(ctx context.Context, evs []eventstore.RecordedEvent) error {
+	err = source(r.Store, r.Projection).Subscribe(ctx, from, func(ctx context.Context, evs []eventstore.RecordedEvent) error {
 		read := time.Now()
 		p := pending{evs: evs}
 		if prep != nil {

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/casebook/casebook/domain"
@@ -17,12 +18,15 @@ import (
 const sealedMember = "sealed"
 
 // Store seals personal members of inquiry events on Append and opens them on every read, so every
-// reader (commands, subscribers, rebuilds) sees plain events, and the backend never does. An event
+// reader (commands, subscribers, rebuilds) sees plain events, and the backend never does; readers
+// with no use for personal data read through AsStored instead. An event
 // whose data key was destroyed reads with domain.Erased in each personal member. Events written
 // before sealing (no "sealed" member) read as they are: see the README's data-lifecycle migration.
 type Store struct {
 	inner eventstore.Store
 	keys  *Keys
+	// asStored: reads return events as the backend holds them (see AsStored).
+	asStored bool
 }
 
 // counting is Store over a backend that counts cheaply.
@@ -38,11 +42,23 @@ func (c counting) CountAfter(ctx context.Context, from eventstore.Position) (uin
 
 // New wraps inner. The result is an eventstore.Counter when inner is one.
 func New(inner eventstore.Store, keys *Keys) eventstore.Store {
-	s := &Store{inner: inner, keys: keys}
-	if c, ok := inner.(eventstore.Counter); ok {
+	return wrap(&Store{inner: inner, keys: keys})
+}
+
+func wrap(s *Store) eventstore.Store {
+	if c, ok := s.inner.(eventstore.Counter); ok {
 		return counting{Store: s, c: c}
 	}
 	return s
+}
+
+var _ eventstore.SealedReader = (*Store)(nil)
+
+// AsStored implements eventstore.SealedReader: the same log, read without opening anything.
+// Personal members in clear (events written before sealing, or outside an inquiry stream) are
+// left out too, so a reader of this view never holds personal data. Appends are sealed as by s.
+func (s *Store) AsStored() eventstore.Store {
+	return wrap(&Store{inner: s.inner, keys: s.keys, asStored: true})
 }
 
 // Keys returns the key table.
@@ -136,6 +152,74 @@ func sealMembers(dk *DataKey, data []byte, fields map[string]json.RawMessage, aa
 	return json.Marshal(obj)
 }
 
+// read returns recs as this store's readers see them: opened, or as stored.
+func (s *Store) read(ctx context.Context, recs []eventstore.RecordedEvent) ([]eventstore.RecordedEvent, error) {
+	if s.asStored {
+		return withhold(recs)
+	}
+	return s.open(ctx, recs)
+}
+
+// withhold returns recs without any personal member in clear (a copy where any changed); sealed
+// members stay as they are.
+func withhold(recs []eventstore.RecordedEvent) ([]eventstore.RecordedEvent, error) {
+	out := recs
+	for i, r := range recs {
+		fields := domain.PersonalFields(r.Type)
+		if fields == nil {
+			continue
+		}
+		var buf [16]member
+		ms, err := members(r.Data, buf[:0])
+		if err != nil {
+			return nil, fmt.Errorf("%s revision %d: %w", r.StreamID, r.Revision, err)
+		}
+		personal := func(m member) bool {
+			_, ok := fields[string(m.key)]
+			return ok || !plainKey(m.key) // an escaped key may spell a personal member
+		}
+		if !slices.ContainsFunc(ms, personal) {
+			continue
+		}
+		if &out[0] == &recs[0] {
+			out = append([]eventstore.RecordedEvent(nil), recs...)
+		}
+		out[i].Data = object(ms, personal, nil)
+	}
+	return out, nil
+}
+
+// object writes the members that skip does not name as one JSON object, followed by the members
+// of the JSON object extra (nil: none).
+func object(ms []member, skip func(member) bool, extra []byte) []byte {
+	n := 2 + len(extra)
+	for _, m := range ms {
+		n += len(m.raw) + 1
+	}
+	b := make([]byte, 0, n)
+	b = append(b, '{')
+	for _, m := range ms {
+		if skip(m) {
+			continue
+		}
+		if len(b) > 1 {
+			b = append(b, ',')
+		}
+		b = append(b, m.raw...)
+	}
+	if extra != nil {
+		inner := bytes.TrimSpace(extra)
+		inner = bytes.TrimSpace(inner[1 : len(inner)-1])
+		if len(inner) > 0 {
+			if len(b) > 1 {
+				b = append(b, ',')
+			}
+			b = append(b, inner...)
+		}
+	}
+	return append(b, '}')
+}
+
 // open returns recs with their personal members opened (a copy where any changed).
 func (s *Store) open(ctx context.Context, recs []eventstore.RecordedEvent) ([]eventstore.RecordedEvent, error) {
 	out := recs
@@ -217,7 +301,7 @@ func (s *Store) ReadStream(ctx context.Context, stream string, from uint64, limi
 	if err != nil {
 		return nil, err
 	}
-	return s.open(ctx, recs)
+	return s.read(ctx, recs)
 }
 
 // ReadAll implements eventstore.Store.
@@ -226,17 +310,17 @@ func (s *Store) ReadAll(ctx context.Context, from eventstore.Position, limit int
 	if err != nil {
 		return nil, err
 	}
-	return s.open(ctx, recs)
+	return s.read(ctx, recs)
 }
 
 // Subscribe implements eventstore.Store.
 func (s *Store) Subscribe(ctx context.Context, from eventstore.Position, fn func(context.Context, []eventstore.RecordedEvent) error) error {
 	return s.inner.Subscribe(ctx, from, func(ctx context.Context, recs []eventstore.RecordedEvent) error {
-		opened, err := s.open(ctx, recs)
+		read, err := s.read(ctx, recs)
 		if err != nil {
 			return err
 		}
-		return fn(ctx, opened)
+		return fn(ctx, read)
 	})
 }
 

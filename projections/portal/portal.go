@@ -51,6 +51,10 @@ func (*Projection) Name() string { return Name }
 // Version implements projections.Projection.
 func (*Projection) Version() int { return Version }
 
+// ReadsPersonalData implements projections.PersonalReader: the index finds inquiries by the
+// portal's customer id (external_id).
+func (*Projection) ReadsPersonalData() bool { return true }
+
 // BatchWindow implements projections.Windowed: portal reads wait for this index (read your
 // writes), so, like the query model, its batches gather for 5 ms only.
 func (*Projection) BatchWindow() time.Duration { return 5 * time.Millisecond }

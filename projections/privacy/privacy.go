@@ -69,6 +69,10 @@ func (*Projection) Name() string { return Name }
 // Version implements projections.Projection.
 func (*Projection) Version() int { return Version }
 
+// ReadsPersonalData implements projections.PersonalReader: the index holds the requester
+// address's blind index.
+func (*Projection) ReadsPersonalData() bool { return true }
+
 // Tables implements projections.Projection.
 func (*Projection) Tables() []string { return []string{"privacy_requesters", "privacy_retention"} }
 

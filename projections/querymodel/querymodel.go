@@ -97,6 +97,10 @@ func (*Projection) Name() string { return Name }
 // Version implements projections.Projection.
 func (*Projection) Version() int { return Version }
 
+// ReadsPersonalData implements projections.PersonalReader: the model serves requester, subject,
+// message and note bodies.
+func (*Projection) ReadsPersonalData() bool { return true }
+
 // BatchWindow implements projections.Windowed. Reads wait for the query model (consistent=true,
 // min_position), so its batches gather for 5 ms only: at 1,000 intakes/s that is a transaction per
 // five or so intakes instead of one per append, for at most 5 ms more before an intake is visible.

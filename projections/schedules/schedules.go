@@ -86,6 +86,10 @@ func (*Projection) Name() string { return Name }
 // Version implements projections.Projection.
 func (*Projection) Version() int { return Version }
 
+// ReadsPersonalData implements projections.PersonalReader: clocks and jobs keep no personal
+// member (see snapshot); a follow-up's note is read when it is sent.
+func (*Projection) ReadsPersonalData() bool { return false }
+
 // Tables implements projections.Projection.
 func (*Projection) Tables() []string { return []string{"sla_policies", "sla_clock"} }
 

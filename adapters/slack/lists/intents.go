@@ -38,6 +38,10 @@ func (*Intents) Name() string { return IntentsName }
 // Version implements projections.Projection.
 func (*Intents) Version() int { return 1 }
 
+// ReadsPersonalData implements projections.PersonalReader: intents name inquiries, versions
+// and statuses.
+func (*Intents) ReadsPersonalData() bool { return false }
+
 // Tables implements projections.Projection.
 func (*Intents) Tables() []string { return []string{"slack_list_desired"} }
 
@@ -174,6 +178,9 @@ func (RowMap) Name() string { return RowMapName }
 
 // Version implements projections.Projection.
 func (RowMap) Version() int { return 1 }
+
+// ReadsPersonalData implements projections.PersonalReader: rows are folded from List row events.
+func (RowMap) ReadsPersonalData() bool { return false }
 
 // Tables implements projections.Projection.
 func (RowMap) Tables() []string { return []string{"slack_list_rows"} }

@@ -41,6 +41,9 @@ func (*Intents) Name() string { return IntentsName }
 // Version implements projections.Projection.
 func (*Intents) Version() int { return IntentsVersion }
 
+// ReadsPersonalData implements projections.PersonalReader: intents name inquiries and versions.
+func (*Intents) ReadsPersonalData() bool { return false }
+
 // Tables implements projections.Projection.
 func (*Intents) Tables() []string { return nil }
 

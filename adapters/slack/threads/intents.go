@@ -55,6 +55,10 @@ func (*Intents) Name() string { return IntentsName }
 // Version implements projections.Projection.
 func (*Intents) Version() int { return IntentsVersion }
 
+// ReadsPersonalData implements projections.PersonalReader: intents name inquiries and versions;
+// the worker reads the inquiry when it sends.
+func (*Intents) ReadsPersonalData() bool { return false }
+
 // Tables implements projections.Projection.
 func (*Intents) Tables() []string { return []string{"slack_threads"} }
 
