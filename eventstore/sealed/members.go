@@ -2,6 +2,7 @@ package sealed
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 )
 
@@ -130,3 +131,29 @@ scalar:
 // plainKey reports whether a key as written is exactly its decoded text (no escapes), so raw
 // bytes can be compared with a member name.
 func plainKey(key []byte) bool { return bytes.IndexByte(key, '\\') < 0 }
+
+// stringValue decodes a member's value as a JSON string; printable ASCII without escapes (the
+// common form) is read without decoding.
+func stringValue(m member) (string, error) {
+	v := m.raw[len(m.key)+2:]
+	v = v[skipSpace(v, 0):]
+	v = v[1:] // the colon
+	v = v[skipSpace(v, 0):]
+	if len(v) >= 2 && v[0] == '"' && v[len(v)-1] == '"' && plainASCII(v[1:len(v)-1]) {
+		return string(v[1 : len(v)-1]), nil
+	}
+	var s string
+	err := json.Unmarshal(v, &s)
+	return s, err
+}
+
+// plainASCII reports whether b is printable ASCII without quotes or backslashes: JSON string
+// content that decodes to itself.
+func plainASCII(b []byte) bool {
+	for _, c := range b {
+		if c < 0x20 || c > 0x7e || c == '"' || c == '\\' {
+			return false
+		}
+	}
+	return true
+}

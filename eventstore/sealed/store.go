@@ -73,15 +73,48 @@ func inquiryOf(stream string, metadata []byte) (domain.TenantID, domain.InquiryI
 	if !strings.HasPrefix(stream, "inquiry-") {
 		return "", "", false, nil
 	}
-	var m metaTenant
-	if err := json.Unmarshal(metadata, &m); err != nil {
+	tenant, err := tenantOf(metadata)
+	if err != nil {
 		return "", "", false, fmt.Errorf("sealed: metadata of %s: %w", stream, err)
 	}
-	id, ok := eventstore.StreamInquiry("inquiry", stream, m.TenantID)
+	id, ok := eventstore.StreamInquiry("inquiry", stream, tenant)
 	if !ok {
-		return "", "", false, fmt.Errorf("sealed: stream %s does not belong to tenant %q", stream, m.TenantID)
+		return "", "", false, fmt.Errorf("sealed: stream %s does not belong to tenant %q", stream, tenant)
 	}
-	return m.TenantID, id, true, nil
+	return tenant, id, true, nil
+}
+
+// tenantOf reads metadata's tenant_id as json.Unmarshal into metaTenant does (the last member
+// whose key matches, in any case), decoding nothing else in the common form: every key written
+// plainly and tenant_id spelt exactly. Other forms are decoded with json.Unmarshal.
+func tenantOf(metadata []byte) (domain.TenantID, error) {
+	var buf [16]member
+	ms, err := members(metadata, buf[:0])
+	if err != nil {
+		return "", err
+	}
+	var found *member
+	for i, m := range ms {
+		switch {
+		case !plainKey(m.key):
+			return tenantSlow(metadata)
+		case string(m.key) == "tenant_id":
+			found = &ms[i]
+		case bytes.EqualFold(m.key, []byte("tenant_id")):
+			return tenantSlow(metadata)
+		}
+	}
+	if found == nil {
+		return "", nil
+	}
+	t, err := stringValue(*found)
+	return domain.TenantID(t), err
+}
+
+func tenantSlow(metadata []byte) (domain.TenantID, error) {
+	var m metaTenant
+	err := json.Unmarshal(metadata, &m)
+	return m.TenantID, err
 }
 
 func aadOfEvent(stream, typ string) []byte { return []byte(stream + "\x00" + typ) }
@@ -251,8 +284,56 @@ func (s *Store) open(ctx context.Context, recs []eventstore.RecordedEvent) ([]ev
 	return out, nil
 }
 
-// openMembers merges the sealed members back; with no key (destroyed) each reads as erased.
+// openMembers merges the sealed members back; with no key (destroyed) each reads as erased. The
+// result holds the other members as written, then the opened ones.
 func openMembers(dk *DataKey, data []byte, fields map[string]json.RawMessage, aad []byte) ([]byte, error) {
+	var buf [16]member
+	ms, err := members(data, buf[:0])
+	if err != nil {
+		return nil, fmt.Errorf("sealed: event data: %w", err)
+	}
+	at := -1
+	for i, m := range ms {
+		if !plainKey(m.key) {
+			return openMembersSlow(dk, data, fields, aad)
+		}
+		if string(m.key) == sealedMember {
+			at = i
+		}
+	}
+	if at < 0 {
+		return data, nil
+	}
+	if dk == nil {
+		return openMembersSlow(dk, data, fields, aad)
+	}
+	b64, err := stringValue(ms[at])
+	if err != nil {
+		return nil, fmt.Errorf("sealed: sealed member: %w", err)
+	}
+	plain, err := openSealed(dk, b64, aad)
+	if err != nil {
+		return nil, err
+	}
+	if !json.Valid(plain) || plain[0] != '{' {
+		return nil, errors.New("sealed: sealed members: not a JSON object")
+	}
+	return object(ms, isSealed, plain), nil
+}
+
+func isSealed(m member) bool { return string(m.key) == sealedMember }
+
+func openSealed(dk *DataKey, b64 string, aad []byte) ([]byte, error) {
+	ct, err := base64.StdEncoding.DecodeString(b64)
+	if err != nil {
+		return nil, fmt.Errorf("sealed: sealed member: %w", err)
+	}
+	return dk.Open(ct, aad)
+}
+
+// openMembersSlow is openMembers through a decoded map: for an erased inquiry, and for data
+// whose keys are written with escapes.
+func openMembersSlow(dk *DataKey, data []byte, fields map[string]json.RawMessage, aad []byte) ([]byte, error) {
 	var obj map[string]json.RawMessage
 	if err := json.Unmarshal(data, &obj); err != nil {
 		return nil, fmt.Errorf("sealed: event data: %w", err)
@@ -269,11 +350,7 @@ func openMembers(dk *DataKey, data []byte, fields map[string]json.RawMessage, aa
 	if err := json.Unmarshal(raw, &b64); err != nil {
 		return nil, fmt.Errorf("sealed: sealed member: %w", err)
 	}
-	ct, err := base64.StdEncoding.DecodeString(b64)
-	if err != nil {
-		return nil, fmt.Errorf("sealed: sealed member: %w", err)
-	}
-	plain, err := dk.Open(ct, aad)
+	plain, err := openSealed(dk, b64, aad)
 	if err != nil {
 		return nil, err
 	}
