@@ -3,6 +3,7 @@ package app_test
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -142,7 +143,9 @@ func TestPersonalDataOnlyToProjectionsThatReadIt(t *testing.T) {
 			go func() { done <- run.Run(ctx) }()
 			err := run.WaitFor(t.Context(), head)
 			cancel()
-			<-done
+			if stopped := <-done; stopped != nil && !errors.Is(stopped, context.Canceled) {
+				t.Fatal(stopped)
+			}
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -173,35 +176,44 @@ func tableRows(t *testing.T, a *app.App, p projections.Projection) []string {
 	t.Helper()
 	var out []string
 	for _, base := range p.Tables() {
-		rows, err := a.DB.QueryContext(t.Context(), `SELECT * FROM `+base)
+		rows, err := dumpTable(t.Context(), a.DB, base)
 		if err != nil {
 			t.Fatal(err)
 		}
-		cols, err := rows.Columns()
-		if err != nil {
-			t.Fatal(err)
-		}
-		for rows.Next() {
-			vals := make([]sql.RawBytes, len(cols))
-			ptrs := make([]any, len(cols))
-			for i := range vals {
-				ptrs[i] = &vals[i]
-			}
-			if err := rows.Scan(ptrs...); err != nil {
-				t.Fatal(err)
-			}
-			row := base
-			for i, v := range vals {
-				row += fmt.Sprintf("|%s=%s", cols[i], v)
-			}
-			out = append(out, row)
-		}
-		if err := rows.Close(); err != nil {
-			t.Fatal(err)
-		}
+		out = append(out, rows...)
 	}
 	slices.Sort(out)
 	return out
+}
+
+// dumpTable renders each row of table as table|column=value|….
+func dumpTable(ctx context.Context, db *sqldb.DB, table string) ([]string, error) {
+	rows, err := db.QueryContext(ctx, `SELECT * FROM `+table)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	cols, err := rows.Columns()
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for rows.Next() {
+		vals := make([]sql.RawBytes, len(cols))
+		ptrs := make([]any, len(cols))
+		for i := range vals {
+			ptrs[i] = &vals[i]
+		}
+		if err := rows.Scan(ptrs...); err != nil {
+			return nil, err
+		}
+		row := table
+		for i, v := range vals {
+			row += fmt.Sprintf("|%s=%s", cols[i], v)
+		}
+		out = append(out, row)
+	}
+	return out, rows.Err()
 }
 
 // opened hides the store's as-stored view, so that every projection reads opened events.
