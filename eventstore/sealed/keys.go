@@ -247,6 +247,48 @@ func (k *Keys) EnsureNew(ctx context.Context, tenant domain.TenantID, id domain.
 	return k.create(ctx, tenant, id)
 }
 
+// errKeyTaken: the inquiry already has a key row (or a tombstone), so a fresh key was not stored.
+var errKeyTaken = errors.New("sealed: the inquiry already has a data key")
+
+// fresh returns a new data key for an inquiry that most likely has none, and a hook that stores it
+// inside the transaction of the append whose events it seals (sqldb.TxHook): the key and those
+// events commit together or not at all, in one commit instead of two. The hook fails with
+// errKeyTaken when the inquiry has a row already; its caller then falls back to EnsureNew. The key
+// is cached only once stored (see kept).
+func (k *Keys) fresh(tenant domain.TenantID, id domain.InquiryID) (*DataKey, sqldb.TxHook, error) {
+	raw := make([]byte, 32)
+	if _, err := rand.Read(raw); err != nil {
+		return nil, nil, err
+	}
+	kek, err := k.kek(k.current, tenant)
+	if err != nil {
+		return nil, nil, err
+	}
+	dk, err := newDataKey(raw)
+	if err != nil {
+		return nil, nil, err
+	}
+	wrapped := kek.Seal(raw, aadOf(tenant, id))
+	kekID := k.current
+	hook := func(ctx context.Context, tx *sqldb.Tx, _ string) error {
+		_, err := tx.ExecContext(ctx, k.db.Rebind(`INSERT INTO inquiry_keys (tenant_id, inquiry_id, wrapped, kek_id, created_at)
+			VALUES (?, ?, ?, ?, ?)`), string(tenant), string(id), wrapped, kekID, k.now().UnixNano())
+		if sqldb.IsUniqueViolation(err) {
+			return errKeyTaken
+		}
+		if err != nil {
+			return fmt.Errorf("sealed: store key: %w", err)
+		}
+		return nil
+	}
+	return dk, hook, nil
+}
+
+// kept caches a key that fresh made once the append storing it has committed.
+func (k *Keys) kept(tenant domain.TenantID, id domain.InquiryID, dk *DataKey) {
+	k.remember(ident{tenant, id}, dk)
+}
+
 // create inserts a fresh wrapped key unless the inquiry has a row, then returns the stored key.
 func (k *Keys) create(ctx context.Context, tenant domain.TenantID, id domain.InquiryID) (*DataKey, error) {
 	raw := make([]byte, 32)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/casebook/casebook/domain"
 	"github.com/casebook/casebook/eventstore"
+	"github.com/casebook/casebook/internal/sqldb"
 )
 
 // sealedMember is the JSON member that holds an event's sealed personal members.
@@ -122,8 +123,22 @@ func aadOfEvent(stream, typ string) []byte { return []byte(stream + "\x00" + typ
 // Append implements eventstore.Store: it seals the personal members of inquiry events with the
 // inquiry's data key (created with the first event that needs one). An erased inquiry accepts no
 // event with personal members (ErrErased): nothing personal is ever written in clear.
+//
+// The first events of an inquiry's stream get a new key that, where the backend runs hooks on the
+// key table's database (the embedded store), is stored in the append's own transaction: the key
+// commits with the events it seals, in one commit.
 func (s *Store) Append(ctx context.Context, stream string, expected eventstore.ExpectedRevision, events []eventstore.EventData) (eventstore.AppendResult, error) {
+	res, err := s.append(ctx, stream, expected, events, true)
+	if errors.Is(err, errKeyTaken) {
+		return s.append(ctx, stream, expected, events, false)
+	}
+	return res, err
+}
+
+// append seals and appends; withFresh allows a key stored by the append itself (see Append).
+func (s *Store) append(ctx context.Context, stream string, expected eventstore.ExpectedRevision, events []eventstore.EventData, withFresh bool) (eventstore.AppendResult, error) {
 	var dk *DataKey
+	var stored func() // caches a key stored by the append, once it committed
 	out := events
 	for i, e := range events {
 		fields := domain.PersonalFields(e.Type)
@@ -138,11 +153,7 @@ func (s *Store) Append(ctx context.Context, stream string, expected eventstore.E
 			continue
 		}
 		if dk == nil {
-			ensure := s.keys.Ensure
-			if expected.IsNoStream() {
-				ensure = s.keys.EnsureNew
-			}
-			if dk, err = ensure(ctx, tenant, id); err != nil {
+			if dk, ctx, stored, err = s.keyFor(ctx, tenant, id, expected, withFresh); err != nil {
 				return eventstore.AppendResult{}, err
 			}
 		}
@@ -155,7 +166,34 @@ func (s *Store) Append(ctx context.Context, stream string, expected eventstore.E
 		}
 		out[i].Data = data
 	}
-	return s.inner.Append(ctx, stream, expected, out)
+	res, err := s.inner.Append(ctx, stream, expected, out)
+	if err == nil && stored != nil {
+		stored()
+	}
+	return res, err
+}
+
+// keyFor returns the data key to seal an append to the inquiry's stream with. For a stream being
+// created whose key is not cached, and a backend that writes hooks on the key table's database, it
+// is a fresh key whose row the returned ctx makes the append store (stored caches it afterwards).
+func (s *Store) keyFor(ctx context.Context, tenant domain.TenantID, id domain.InquiryID, expected eventstore.ExpectedRevision,
+	withFresh bool) (*DataKey, context.Context, func(), error) {
+	if !expected.IsNoStream() {
+		dk, err := s.keys.Ensure(ctx, tenant, id)
+		return dk, ctx, nil, err
+	}
+	if h, ok := s.inner.(eventstore.TxHooker); !withFresh || !ok || !h.RunsTxHooksOn(s.keys.db) {
+		dk, err := s.keys.EnsureNew(ctx, tenant, id)
+		return dk, ctx, nil, err
+	}
+	if dk := s.keys.fromCache(ident{tenant, id}); dk != nil {
+		return dk, ctx, nil, nil
+	}
+	dk, hook, err := s.keys.fresh(tenant, id)
+	if err != nil {
+		return nil, ctx, nil, err
+	}
+	return dk, sqldb.WithTxHook(ctx, hook), func() { s.keys.kept(tenant, id, dk) }, nil
 }
 
 func sealMembers(dk *DataKey, data []byte, fields map[string]json.RawMessage, aad []byte) ([]byte, error) {

@@ -121,6 +121,12 @@ func (s *Store) Append(ctx context.Context, stream string, expected eventstore.E
 	return res, nil
 }
 
+var _ eventstore.TxHooker = (*Store)(nil)
+
+// RunsTxHooksOn implements eventstore.TxHooker: Append runs ctx's hook in its transaction on s's
+// handle.
+func (s *Store) RunsTxHooksOn(handle any) bool { return handle == any(s.db) }
+
 func nonNil(b []byte) []byte {
 	if b == nil {
 		return []byte{}

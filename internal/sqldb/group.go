@@ -238,8 +238,18 @@ type txHookKey struct{}
 
 // WithTxHook returns a ctx under which a store that supports hooks (the embedded event store's
 // Append) runs fn inside the transaction of its write, after its own rows: fn's rows commit with
-// them or not at all, and fn's error fails the write.
+// them or not at all, and fn's error fails the write. Hooks accumulate: fn runs after those ctx
+// already carries.
 func WithTxHook(ctx context.Context, fn TxHook) context.Context {
+	if prev, ok := ctx.Value(txHookKey{}).(TxHook); ok {
+		last := fn
+		fn = func(ctx context.Context, tx *Tx, subject string) error {
+			if err := prev(ctx, tx, subject); err != nil {
+				return err
+			}
+			return last(ctx, tx, subject)
+		}
+	}
 	return context.WithValue(ctx, txHookKey{}, fn)
 }
 

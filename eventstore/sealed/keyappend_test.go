@@ -1,0 +1,145 @@
+package sealed_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/casebook/casebook/domain"
+	"github.com/casebook/casebook/eventstore"
+	"github.com/casebook/casebook/eventstore/sealed"
+	"github.com/casebook/casebook/internal/dbtest"
+	"github.com/casebook/casebook/internal/sqldb"
+)
+
+// TestFirstAppendStoresItsKey: on the embedded store an inquiry's first append stores its new data
+// key in the append's own transaction (one Group call, not two), and the key commits with the
+// events or not at all: a failing hook of the same append leaves neither. A key stored before
+// (another process's first attempt) is used instead of the fresh one, a tombstone still refuses,
+// and a refused append leaves the stored key as it was. Postgres, whose event store runs no hooks,
+// keeps the separate key write. SQLite and Postgres.
+func TestFirstAppendStoresItsKey(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, db *sqldb.DB) {
+		ctx := t.Context()
+		inner := innerStore(t, db)
+		newStore := func() (eventstore.Store, *sealed.Keys) {
+			keys, err := sealed.NewKeys(ctx, db, nil, master(1))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return sealed.New(inner, keys), keys
+		}
+		store, keys := newStore()
+		tenant := domain.TenantID("t1")
+		const secret = "Quillon-4410"
+		intake := func(ctx context.Context, s eventstore.Store, id domain.InquiryID) error {
+			_, err := s.Append(ctx, eventstore.InquiryStream(tenant, id), eventstore.NoStream(), []eventstore.EventData{event(t, tenant, "c-"+string(id), domain.InquiryReceived{
+				InquiryID: id, TenantID: tenant, Source: domain.SourceAPI, Receipt: "CB-" + string(id), Priority: domain.PriorityNormal,
+				Category: "billing", Requester: domain.Requester{Name: secret, Email: "q@example.com"}, Subject: secret, Message: secret,
+			})})
+			return err
+		}
+		// opened reads id's stream through a store with an empty key cache.
+		opened := func(id domain.InquiryID) string {
+			t.Helper()
+			s, _ := newStore()
+			recs, err := s.ReadStream(ctx, eventstore.InquiryStream(tenant, id), 0, 0)
+			if err != nil || len(recs) != 1 {
+				t.Fatalf("read %s: %d events, %v", id, len(recs), err)
+			}
+			e, err := domain.Decode(recs[0].Type, 0, recs[0].Data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return e.(domain.InquiryReceived).Subject
+		}
+		wrapped := func(id domain.InquiryID) (n int, w []byte) {
+			t.Helper()
+			rows, err := db.QueryContext(ctx, db.Rebind(`SELECT wrapped FROM inquiry_keys WHERE tenant_id = ? AND inquiry_id = ?`), string(tenant), string(id))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer rows.Close()
+			for rows.Next() {
+				n++
+				if err := rows.Scan(&w); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := rows.Err(); err != nil {
+				t.Fatal(err)
+			}
+			return n, w
+		}
+
+		// A first append is one Group call: on SQLite key and events together (two before), on
+		// Postgres the key alone (the events go through the event store's own pool).
+		var hookRan bool
+		hooked := sqldb.WithTxHook(ctx, func(context.Context, *sqldb.Tx, string) error { hookRan = true; return nil })
+		before := db.GroupStats().Calls
+		if err := intake(hooked, store, "q1"); err != nil {
+			t.Fatal(err)
+		}
+		if calls := db.GroupStats().Calls - before; calls != 1 {
+			t.Fatalf("Group calls for a first append = %d, want 1", calls)
+		}
+		if db.Dialect == sqldb.SQLite && !hookRan {
+			t.Fatal("the hook the append's ctx already carried did not run")
+		}
+		if n, _ := wrapped("q1"); n != 1 || opened("q1") != secret {
+			t.Fatalf("q1: %d key rows, subject %q", n, opened("q1"))
+		}
+
+		// A failing hook of the same append: neither the key nor the events are stored.
+		boom := errors.New("boom")
+		failing := sqldb.WithTxHook(ctx, func(context.Context, *sqldb.Tx, string) error { return boom })
+		err := intake(failing, store, "q2")
+		if db.Dialect == sqldb.SQLite {
+			if !errors.Is(err, boom) {
+				t.Fatalf("append with a failing hook = %v, want boom", err)
+			}
+			if n, _ := wrapped("q2"); n != 0 {
+				t.Fatalf("a failed append left %d key rows", n)
+			}
+			if recs, err := inner.ReadStream(ctx, eventstore.InquiryStream(tenant, "q2"), 0, 0); err != nil || len(recs) != 0 {
+				t.Fatalf("a failed append left %d events, %v", len(recs), err)
+			}
+		}
+
+		// A key stored before, unknown to this store's cache: the stored key seals the events.
+		_, other := newStore()
+		if _, err := other.Ensure(ctx, tenant, "q3"); err != nil {
+			t.Fatal(err)
+		}
+		_, w0 := wrapped("q3")
+		if err := intake(ctx, store, "q3"); err != nil {
+			t.Fatal(err)
+		}
+		if n, w := wrapped("q3"); n != 1 || string(w) != string(w0) || opened("q3") != secret {
+			t.Fatalf("q3: %d key rows, changed %v, subject %q", n, string(w) != string(w0), opened("q3"))
+		}
+
+		// A refused append (the stream exists) with a store that has no cached key: nothing changes.
+		_, w1 := wrapped("q1")
+		again, _ := newStore()
+		if err := intake(ctx, again, "q1"); !errors.Is(err, eventstore.ErrConcurrency) {
+			t.Fatalf("second first append = %v, want ErrConcurrency", err)
+		}
+		if n, w := wrapped("q1"); n != 1 || string(w) != string(w1) || opened("q1") != secret {
+			t.Fatalf("q1 after a refused append: %d key rows, changed %v", n, string(w) != string(w1))
+		}
+
+		// A tombstone: no key is created, nothing is appended.
+		if err := keys.Destroy(ctx, tenant, "q4"); err != nil {
+			t.Fatal(err)
+		}
+		fresh, _ := newStore()
+		if err := intake(ctx, fresh, "q4"); !errors.Is(err, sealed.ErrErased) {
+			t.Fatalf("append after a tombstone = %v, want ErrErased", err)
+		}
+		if recs, err := inner.ReadStream(ctx, eventstore.InquiryStream(tenant, "q4"), 0, 0); err != nil || len(recs) != 0 {
+			t.Fatalf("after a tombstone: %d events, %v", len(recs), err)
+		}
+	})
+}
