@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/casebook/casebook/domain"
 	"github.com/casebook/casebook/eventstore"
@@ -245,10 +246,7 @@ func withhold(recs []eventstore.RecordedEvent) ([]eventstore.RecordedEvent, erro
 		if err != nil {
 			return nil, fmt.Errorf("%s revision %d: %w", r.StreamID, r.Revision, err)
 		}
-		personal := func(m member) bool {
-			_, ok := fields[string(m.key)]
-			return ok || !plainKey(m.key) // an escaped key may spell a personal member
-		}
+		personal := func(m member) bool { return mayName(m.key, fields) }
 		if !slices.ContainsFunc(ms, personal) {
 			continue
 		}
@@ -258,6 +256,26 @@ func withhold(recs []eventstore.RecordedEvent) ([]eventstore.RecordedEvent, erro
 		out[i].Data = object(ms, personal, nil)
 	}
 	return out, nil
+}
+
+// mayName reports whether a decoder could read key as one of fields: encoding/json matches
+// member names without regard to case (Unicode folding included), so any key written with an
+// escape or outside ASCII, or equal to a field in another case, counts.
+func mayName(key []byte, fields map[string]json.RawMessage) bool {
+	if !plainKey(key) {
+		return true
+	}
+	for _, c := range key {
+		if c >= utf8.RuneSelf {
+			return true
+		}
+	}
+	for f := range fields {
+		if bytes.EqualFold(key, []byte(f)) {
+			return true
+		}
+	}
+	return false
 }
 
 // object writes the members that skip does not name as one JSON object, followed by the members
