@@ -3,10 +3,10 @@ package eventstore
 import "context"
 
 // Companion is a row of another table that must commit atomically with an append (the command
-// audit entry of an accepted command). A store that supports companions on the database Handle
-// names (the Postgres store, whose pool it must be) writes the row in the append's own statement,
-// only if the append inserts its events, and calls Written once the append has committed; other
-// stores ignore it, and the caller writes the row itself.
+// audit entry of an accepted command, an inquiry's new data key). A store that supports companions
+// on the database Handle names (the Postgres store, whose pool it must be: CompanionWriter) writes
+// the row in the append's own statement, only if the append inserts its events, and calls Written
+// once the append has committed; other stores ignore it, and the caller writes the row itself.
 type Companion struct {
 	Handle  any
 	Table   string
@@ -14,17 +14,27 @@ type Companion struct {
 	// Values returns the row's values for an append to stream, one per column.
 	Values  func(stream string) []any
 	Written func()
+	// Taken, when set, is the error the append fails with when the row violates a unique
+	// constraint of Table (the row is there already); the append then stores nothing.
+	Taken error
+}
+
+// CompanionWriter is implemented by stores that write companions: WritesCompanionsOn reports
+// whether a companion naming handle is written in the append's own statement.
+type CompanionWriter interface {
+	WritesCompanionsOn(handle any) bool
 }
 
 type companionKey struct{}
 
-// WithCompanion returns a ctx under which appends carry c.
+// WithCompanion returns a ctx under which appends carry c, after the companions ctx already carries.
 func WithCompanion(ctx context.Context, c *Companion) context.Context {
-	return context.WithValue(ctx, companionKey{}, c)
+	prev := CompanionsOf(ctx)
+	return context.WithValue(ctx, companionKey{}, append(prev[:len(prev):len(prev)], c))
 }
 
-// CompanionOf returns the companion ctx carries, or nil.
-func CompanionOf(ctx context.Context) *Companion {
-	c, _ := ctx.Value(companionKey{}).(*Companion)
+// CompanionsOf returns the companions ctx carries, in the order they were added.
+func CompanionsOf(ctx context.Context) []*Companion {
+	c, _ := ctx.Value(companionKey{}).([]*Companion)
 	return c
 }

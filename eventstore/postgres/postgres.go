@@ -264,15 +264,21 @@ func (s *Store) Append(ctx context.Context, stream string, expected eventstore.E
 	} else if r, ok := expected.Revision(); ok {
 		query, args = appendExact, append(args, int64(r))
 	}
-	c := eventstore.CompanionOf(ctx)
-	if c != nil && c.Handle == any(s.pool) {
-		query, args = withCompanion(query, args, c, stream)
-	} else {
-		c = nil
+	var cs []*eventstore.Companion
+	for _, c := range eventstore.CompanionsOf(ctx) {
+		if s.WritesCompanionsOn(c.Handle) {
+			cs = append(cs, c)
+		}
+	}
+	if len(cs) > 0 {
+		query, args = withCompanions(query, args, cs, stream)
 	}
 	for {
 		res, n, err := s.insert(ctx, query, args)
 		var pgErr *pgconn.PgError
+		if taken := companionTaken(err, cs); taken != nil {
+			return eventstore.AppendResult{}, taken
+		}
 		switch {
 		case errors.As(err, &pgErr) && pgErr.Code == "23505" && pgErr.ConstraintName == constraintStreamRevision:
 			if expected.IsAny() && ctx.Err() == nil {
@@ -287,24 +293,54 @@ func (s *Store) Append(ctx context.Context, stream string, expected eventstore.E
 			return eventstore.AppendResult{}, s.conflict(ctx, stream, expected)
 		}
 		s.requestNotify()
-		if c != nil && c.Written != nil {
-			c.Written()
+		for _, c := range cs {
+			if c.Written != nil {
+				c.Written()
+			}
 		}
 		return res, nil
 	}
 }
 
-// withCompanion wraps an append statement so that it also inserts c's row, in the same statement
-// and only if the append inserted its events.
-func withCompanion(query string, args []any, c *eventstore.Companion, stream string) (string, []any) {
-	vals := c.Values(stream)
-	ph := make([]string, len(vals))
-	for i := range vals {
-		ph[i] = fmt.Sprintf("$%d", len(args)+i+1)
+var _ eventstore.CompanionWriter = (*Store)(nil)
+
+// WritesCompanionsOn implements eventstore.CompanionWriter: companions on the store's pool.
+func (s *Store) WritesCompanionsOn(handle any) bool { return handle == any(s.pool) }
+
+// withCompanions wraps an append statement so that it also inserts each companion's row, in the
+// same statement and only if the append inserted its events.
+func withCompanions(query string, args []any, cs []*eventstore.Companion, stream string) (string, []any) {
+	args = slices.Clip(args)
+	var b strings.Builder
+	b.WriteString(`WITH ins AS (` + query + `)`)
+	for i, c := range cs {
+		vals := c.Values(stream)
+		ph := make([]string, len(vals))
+		for j := range vals {
+			ph[j] = fmt.Sprintf("$%d", len(args)+j+1)
+		}
+		args = append(args, vals...)
+		fmt.Fprintf(&b, `, companion%d AS (INSERT INTO %s (%s)
+	SELECT %s WHERE EXISTS (SELECT FROM ins))`, i, c.Table, strings.Join(c.Columns, ", "), strings.Join(ph, ", "))
 	}
-	return `WITH ins AS (` + query + `), companion AS (INSERT INTO ` + c.Table + ` (` + strings.Join(c.Columns, ", ") + `)
-	SELECT ` + strings.Join(ph, ", ") + ` WHERE EXISTS (SELECT FROM ins))
-	SELECT xid, seq, revision FROM ins`, append(slices.Clip(args), vals...)
+	b.WriteString(`
+	SELECT xid, seq, revision FROM ins`)
+	return b.String(), args
+}
+
+// companionTaken returns the Taken error of the companion whose row violated a unique constraint of
+// its table, if err is that.
+func companionTaken(err error, cs []*eventstore.Companion) error {
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) || pgErr.Code != "23505" {
+		return nil
+	}
+	for _, c := range cs {
+		if c.Taken != nil && pgErr.TableName == c.Table {
+			return c.Taken
+		}
+	}
+	return nil
 }
 
 // insert runs an append statement and reports where its last event landed and how many it inserted.

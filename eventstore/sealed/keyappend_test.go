@@ -7,22 +7,32 @@ import (
 
 	"github.com/casebook/casebook/domain"
 	"github.com/casebook/casebook/eventstore"
+	"github.com/casebook/casebook/eventstore/postgres"
 	"github.com/casebook/casebook/eventstore/sealed"
 	"github.com/casebook/casebook/internal/dbtest"
 	"github.com/casebook/casebook/internal/sqldb"
 )
 
-// TestFirstAppendStoresItsKey: on the embedded store an inquiry's first append stores its new data
-// key in the append's own transaction (one Group call, not two), and the key commits with the
+// TestFirstAppendStoresItsKey: an inquiry's first append stores its new data key in the append's
+// own transaction (no separate key write), and the key commits with the
 // events or not at all: a failing hook of the same append leaves neither. A key stored before
 // (another process's first attempt) is used instead of the fresh one, a tombstone still refuses,
-// and a refused append leaves the stored key as it was. Postgres, whose event store runs no hooks,
-// keeps the separate key write. SQLite and Postgres.
+// and a refused append leaves the stored key as it was. On Postgres the key is a companion row of
+// the append's statement. SQLite and Postgres.
 func TestFirstAppendStoresItsKey(t *testing.T) {
 	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, db *sqldb.DB) {
 		ctx := t.Context()
-		inner := innerStore(t, db)
+		var inner eventstore.Store = innerStore(t, db)
+		if db.Dialect == sqldb.Postgres {
+			// On the handle's own pool, as the app wires it: companions are written there.
+			pg, err := postgres.New(ctx, db.PgxPool(), postgres.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = pg.Close() })
+			inner = pg
+		}
 		newStore := func() (eventstore.Store, *sealed.Keys) {
 			keys, err := sealed.NewKeys(ctx, db, nil, master(1))
 			if err != nil {
@@ -73,19 +83,30 @@ func TestFirstAppendStoresItsKey(t *testing.T) {
 			return n, w
 		}
 
-		// A first append is one Group call: on SQLite key and events together (two before), on
-		// Postgres the key alone (the events go through the event store's own pool).
-		var hookRan bool
+		// A first append writes the key with its events: on SQLite one Group call (two before),
+		// on Postgres none besides the append's own statement (one before).
+		var hookRan, companionWritten bool
 		hooked := sqldb.WithTxHook(ctx, func(context.Context, *sqldb.Tx, string) error { hookRan = true; return nil })
+		if db.Dialect == sqldb.Postgres {
+			if _, err := db.ExecContext(ctx, `CREATE TABLE companion_probe (stream text)`); err != nil {
+				t.Fatal(err)
+			}
+			hooked = eventstore.WithCompanion(ctx, &eventstore.Companion{Handle: db.PgxPool(), Table: "companion_probe",
+				Columns: []string{"stream"}, Values: func(s string) []any { return []any{s} }, Written: func() { companionWritten = true }})
+		}
 		before := db.GroupStats().Calls
 		if err := intake(hooked, store, "q1"); err != nil {
 			t.Fatal(err)
 		}
-		if calls := db.GroupStats().Calls - before; calls != 1 {
-			t.Fatalf("Group calls for a first append = %d, want 1", calls)
+		want := uint64(1)
+		if db.Dialect == sqldb.Postgres {
+			want = 0
 		}
-		if db.Dialect == sqldb.SQLite && !hookRan {
-			t.Fatal("the hook the append's ctx already carried did not run")
+		if calls := db.GroupStats().Calls - before; calls != want {
+			t.Fatalf("Group calls for a first append = %d, want %d", calls, want)
+		}
+		if !hookRan && !companionWritten {
+			t.Fatal("the hook or companion the append's ctx already carried was not written")
 		}
 		if n, _ := wrapped("q1"); n != 1 || opened("q1") != secret {
 			t.Fatalf("q1: %d key rows, subject %q", n, opened("q1"))
@@ -94,17 +115,18 @@ func TestFirstAppendStoresItsKey(t *testing.T) {
 		// A failing hook of the same append: neither the key nor the events are stored.
 		boom := errors.New("boom")
 		failing := sqldb.WithTxHook(ctx, func(context.Context, *sqldb.Tx, string) error { return boom })
-		err := intake(failing, store, "q2")
-		if db.Dialect == sqldb.SQLite {
-			if !errors.Is(err, boom) {
-				t.Fatalf("append with a failing hook = %v, want boom", err)
-			}
-			if n, _ := wrapped("q2"); n != 0 {
-				t.Fatalf("a failed append left %d key rows", n)
-			}
-			if recs, err := inner.ReadStream(ctx, eventstore.InquiryStream(tenant, "q2"), 0, 0); err != nil || len(recs) != 0 {
-				t.Fatalf("a failed append left %d events, %v", len(recs), err)
-			}
+		if db.Dialect == sqldb.Postgres {
+			failing = eventstore.WithCompanion(ctx, &eventstore.Companion{Handle: db.PgxPool(), Table: "no_such_table",
+				Columns: []string{"stream"}, Values: func(s string) []any { return []any{s} }})
+		}
+		if err := intake(failing, store, "q2"); err == nil || db.Dialect == sqldb.SQLite && !errors.Is(err, boom) {
+			t.Fatalf("append with a failing hook or companion = %v", err)
+		}
+		if n, _ := wrapped("q2"); n != 0 {
+			t.Fatalf("a failed append left %d key rows", n)
+		}
+		if recs, err := inner.ReadStream(ctx, eventstore.InquiryStream(tenant, "q2"), 0, 0); err != nil || len(recs) != 0 {
+			t.Fatalf("a failed append left %d events, %v", len(recs), err)
 		}
 
 		// A key stored before, unknown to this store's cache: the stored key seals the events.

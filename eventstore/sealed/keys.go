@@ -28,6 +28,7 @@ import (
 	"time"
 
 	"github.com/casebook/casebook/domain"
+	"github.com/casebook/casebook/eventstore"
 	"github.com/casebook/casebook/internal/seal"
 	"github.com/casebook/casebook/internal/sqldb"
 )
@@ -250,38 +251,52 @@ func (k *Keys) EnsureNew(ctx context.Context, tenant domain.TenantID, id domain.
 // errKeyTaken: the inquiry already has a key row (or a tombstone), so a fresh key was not stored.
 var errKeyTaken = errors.New("sealed: the inquiry already has a data key")
 
-// fresh returns a new data key for an inquiry that most likely has none, and a hook that stores it
-// inside the transaction of the append whose events it seals (sqldb.TxHook): the key and those
-// events commit together or not at all, in one commit instead of two. The hook fails with
-// errKeyTaken when the inquiry has a row already; its caller then falls back to EnsureNew. The key
-// is cached only once stored (see kept).
-func (k *Keys) fresh(tenant domain.TenantID, id domain.InquiryID) (*DataKey, sqldb.TxHook, error) {
+// fresh returns a new data key for an inquiry that most likely has none, and its row, which the
+// append whose events the key seals stores in its own transaction (a sqldb.TxHook on SQLite, an
+// eventstore.Companion on Postgres): the key and those events commit together or not at all, in one
+// commit instead of two. A row already there (an earlier attempt, a tombstone) fails the append
+// with errKeyTaken; its caller then falls back to EnsureNew. The key is cached only once stored
+// (see kept).
+func (k *Keys) fresh(tenant domain.TenantID, id domain.InquiryID) (*DataKey, keyRow, error) {
 	raw := make([]byte, 32)
 	if _, err := rand.Read(raw); err != nil {
-		return nil, nil, err
+		return nil, keyRow{}, err
 	}
 	kek, err := k.kek(k.current, tenant)
 	if err != nil {
-		return nil, nil, err
+		return nil, keyRow{}, err
 	}
 	dk, err := newDataKey(raw)
 	if err != nil {
-		return nil, nil, err
+		return nil, keyRow{}, err
 	}
-	wrapped := kek.Seal(raw, aadOf(tenant, id))
-	kekID := k.current
-	hook := func(ctx context.Context, tx *sqldb.Tx, _ string) error {
-		_, err := tx.ExecContext(ctx, k.db.Rebind(`INSERT INTO inquiry_keys (tenant_id, inquiry_id, wrapped, kek_id, created_at)
-			VALUES (?, ?, ?, ?, ?)`), string(tenant), string(id), wrapped, kekID, k.now().UnixNano())
-		if sqldb.IsUniqueViolation(err) {
-			return errKeyTaken
-		}
-		if err != nil {
-			return fmt.Errorf("sealed: store key: %w", err)
-		}
-		return nil
+	return dk, keyRow{k: k, values: []any{string(tenant), string(id), kek.Seal(raw, aadOf(tenant, id)), k.current, k.now().UnixNano()}}, nil
+}
+
+// keyRow is a new wrapped key's row of inquiry_keys.
+type keyRow struct {
+	k      *Keys
+	values []any
+}
+
+var keyColumns = []string{"tenant_id", "inquiry_id", "wrapped", "kek_id", "created_at"}
+
+// hook inserts the row in the embedded store's append transaction.
+func (r keyRow) hook(ctx context.Context, tx *sqldb.Tx, _ string) error {
+	_, err := tx.ExecContext(ctx, r.k.db.Rebind(`INSERT INTO inquiry_keys (`+strings.Join(keyColumns, ", ")+`) VALUES (?, ?, ?, ?, ?)`), r.values...)
+	if sqldb.IsUniqueViolation(err) {
+		return errKeyTaken
 	}
-	return dk, hook, nil
+	if err != nil {
+		return fmt.Errorf("sealed: store key: %w", err)
+	}
+	return nil
+}
+
+// companion is the row as the Postgres store's append statement inserts it.
+func (r keyRow) companion(pool any) *eventstore.Companion {
+	return &eventstore.Companion{Handle: pool, Table: "inquiry_keys", Columns: keyColumns,
+		Values: func(string) []any { return r.values }, Taken: errKeyTaken}
 }
 
 // kept caches a key that fresh made once the append storing it has committed.

@@ -183,18 +183,28 @@ func (s *Store) keyFor(ctx context.Context, tenant domain.TenantID, id domain.In
 		dk, err := s.keys.Ensure(ctx, tenant, id)
 		return dk, ctx, nil, err
 	}
-	if h, ok := s.inner.(eventstore.TxHooker); !withFresh || !ok || !h.RunsTxHooksOn(s.keys.db) {
+	h, hooks := s.inner.(eventstore.TxHooker)
+	hooks = hooks && h.RunsTxHooksOn(s.keys.db)
+	c, companions := s.inner.(eventstore.CompanionWriter)
+	pool := s.keys.db.PgxPool()
+	companions = companions && pool != nil && c.WritesCompanionsOn(pool)
+	if !withFresh || !hooks && !companions {
 		dk, err := s.keys.EnsureNew(ctx, tenant, id)
 		return dk, ctx, nil, err
 	}
 	if dk := s.keys.fromCache(ident{tenant, id}); dk != nil {
 		return dk, ctx, nil, nil
 	}
-	dk, hook, err := s.keys.fresh(tenant, id)
+	dk, row, err := s.keys.fresh(tenant, id)
 	if err != nil {
 		return nil, ctx, nil, err
 	}
-	return dk, sqldb.WithTxHook(ctx, hook), func() { s.keys.kept(tenant, id, dk) }, nil
+	if hooks {
+		ctx = sqldb.WithTxHook(ctx, row.hook)
+	} else {
+		ctx = eventstore.WithCompanion(ctx, row.companion(pool))
+	}
+	return dk, ctx, func() { s.keys.kept(tenant, id, dk) }, nil
 }
 
 func sealMembers(dk *DataKey, data []byte, fields map[string]json.RawMessage, aad []byte) ([]byte, error) {
