@@ -205,11 +205,13 @@ type GateStats struct {
 	Entered   uint64        `json:"entered"`   // write transactions begun
 	Contended uint64        `json:"contended"` // of those, how many found the gate taken and waited
 	Waited    time.Duration `json:"waited_ns"` // the total time they waited
+	Held      time.Duration `json:"held_ns"`   // the total time they held the gate (the writer lane's use)
 }
 
 // GateStats reports db's waits for the writer gate (zero on Postgres, which has no gate).
 func (db *DB) GateStats() GateStats {
-	return GateStats{Entered: db.gateEntered.Load(), Contended: db.gateContended.Load(), Waited: time.Duration(db.gateWaited.Load())}
+	return GateStats{Entered: db.gateEntered.Load(), Contended: db.gateContended.Load(), Waited: time.Duration(db.gateWaited.Load()),
+		Held: time.Duration(db.gateHeld.Load())}
 }
 
 // enterGate takes the file's writer gate, counting whether it had to wait.
@@ -227,7 +229,11 @@ func (db *DB) enterGate(ctx context.Context) (release func(), err error) {
 	if err != nil {
 		return nil, err
 	}
-	return db.writers.leave, nil
+	t1 := time.Now()
+	return func() {
+		db.gateHeld.Add(int64(time.Since(t1)))
+		db.writers.leave()
+	}, nil
 }
 
 // TxHook writes something that must commit together with a store's next write: see WithTxHook.

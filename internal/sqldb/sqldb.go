@@ -65,7 +65,8 @@ type DB struct {
 	replayable bool
 
 	gateEntered, gateContended atomic.Uint64
-	gateWaited                 atomic.Int64 // nanoseconds
+	gateWaited, gateHeld       atomic.Int64 // nanoseconds
+	statements                 atomic.Uint64
 
 	pool *pgxpool.Pool // Postgres: where the connections come from
 

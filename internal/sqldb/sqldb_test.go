@@ -113,3 +113,40 @@ func contents(t *testing.T, db *sqldb.DB) []string {
 	slices.Sort(out)
 	return out
 }
+
+// TestStatementsAndGateHeld: a handle counts the statements run through it and its transactions;
+// on SQLite its gate counters record each write transaction and how long it held the gate.
+func TestStatementsAndGateHeld(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *sqldb.DB) {
+		ctx := t.Context()
+		if _, err := db.ExecContext(ctx, `CREATE TABLE counted (k TEXT NOT NULL)`); err != nil {
+			t.Fatal(err)
+		}
+		n0, g0 := db.Statements(), db.GateStats()
+		err := sqldb.InConnTx(ctx, db, func(tx *sqldb.Tx) error {
+			for _, k := range []string{"a", "b"} {
+				if _, err := tx.ExecContext(ctx, db.Rebind(`INSERT INTO counted (k) VALUES (?)`), k); err != nil {
+					return err
+				}
+			}
+			var n int
+			return tx.QueryRowContext(ctx, `SELECT count(*) FROM counted`).Scan(&n)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := db.Statements() - n0; got != 3 {
+			t.Fatalf("%d statements counted, want 3", got)
+		}
+		g := db.GateStats()
+		if db.Dialect == sqldb.Postgres {
+			if g != (sqldb.GateStats{}) {
+				t.Fatalf("gate stats on Postgres = %+v, want zero", g)
+			}
+			return
+		}
+		if g.Entered-g0.Entered != 1 || g.Held <= g0.Held {
+			t.Fatalf("gate stats %+v after %+v: want one more write transaction and more time held", g, g0)
+		}
+	})
+}
