@@ -43,6 +43,7 @@ type Projection struct{}
 var (
 	_ projections.Projection = (*Projection)(nil)
 	_ projections.Windowed   = (*Projection)(nil)
+	_ projections.Preparer   = (*Projection)(nil)
 )
 
 // Name implements projections.Projection.
@@ -68,49 +69,67 @@ func (*Projection) Setup(ctx context.Context, db *sqldb.DB, gen projections.Gene
 	return sqldb.Migrate(ctx, db, projections.GenerationName(Name, gen), []sqldb.Migration{{Version: 1, SQL: ddl}})
 }
 
-// Apply implements projections.Projection: every InquiryReceived with a submitter becomes a row.
-func (*Projection) Apply(ctx context.Context, b *projections.Batch) error {
-	for _, e := range b.Events {
-		if !strings.HasPrefix(e.StreamID, "inquiry-") {
-			continue
-		}
-		if e.Type == "InquiryErased" {
-			// The customer id names the person: an erased inquiry is no longer found by it.
-			var m domain.Metadata
-			if err := json.Unmarshal(e.Metadata, &m); err != nil {
-				return fmt.Errorf("%s revision %d: metadata: %w", e.StreamID, e.Revision, err)
-			}
-			id, ok := eventstore.StreamInquiry("inquiry", e.StreamID, m.TenantID)
-			if !ok {
-				return fmt.Errorf("%s: stream does not belong to tenant %q", e.StreamID, m.TenantID)
-			}
-			if err := b.Exec(ctx, `UPDATE `+b.Gen.Table("portal_inquiries")+` SET external_id = '' WHERE tenant_id = ? AND inquiry_id = ?`,
-				m.TenantID, id); err != nil {
-				return err
-			}
-			continue
-		}
-		if e.Type != "InquiryReceived" {
+// prepared is a batch's writes, computed outside its transaction: the rows of the batch's
+// InquiryReceived events (one multi-row statement), then the erased inquiries, in event order.
+type prepared struct {
+	rows   []any // tenant_id, inquiry_id, submitted_by, external_id, receipt, created_at per row
+	erased []any // tenant_id, inquiry_id per erased inquiry
+}
+
+// Prepare implements projections.Preparer: decoding and rows need no transaction.
+func (*Projection) Prepare(evs []eventstore.RecordedEvent) (any, error) {
+	out := &prepared{}
+	for _, e := range evs {
+		if !strings.HasPrefix(e.StreamID, "inquiry-") || (e.Type != "InquiryReceived" && e.Type != "InquiryErased") {
 			continue
 		}
 		var m domain.Metadata
 		if err := json.Unmarshal(e.Metadata, &m); err != nil {
-			return fmt.Errorf("%s revision %d: metadata: %w", e.StreamID, e.Revision, err)
+			return nil, fmt.Errorf("%s revision %d: metadata: %w", e.StreamID, e.Revision, err)
+		}
+		if e.Type == "InquiryErased" {
+			// The customer id names the person: an erased inquiry is no longer found by it.
+			id, ok := eventstore.StreamInquiry("inquiry", e.StreamID, m.TenantID)
+			if !ok {
+				return nil, fmt.Errorf("%s: stream does not belong to tenant %q", e.StreamID, m.TenantID)
+			}
+			out.erased = append(out.erased, m.TenantID, id)
+			continue
 		}
 		ev, err := domain.Decode(e.Type, m.SchemaVersion, e.Data)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		rec, ok := ev.(domain.InquiryReceived)
 		if !ok || rec.SubmittedBy == "" {
 			continue
 		}
 		if rec.TenantID != m.TenantID {
-			return fmt.Errorf("%s: event of tenant %q in an inquiry of %q", e.StreamID, m.TenantID, rec.TenantID)
+			return nil, fmt.Errorf("%s: event of tenant %q in an inquiry of %q", e.StreamID, m.TenantID, rec.TenantID)
 		}
-		if err := b.Exec(ctx, `INSERT INTO `+b.Gen.Table("portal_inquiries")+` (tenant_id, inquiry_id, submitted_by, external_id, receipt, created_at)
-			VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (tenant_id, inquiry_id) DO NOTHING`,
-			rec.TenantID, rec.InquiryID, rec.SubmittedBy, externalID(rec.ExternalID), rec.Receipt, m.OccurredAt.UnixNano()); err != nil {
+		out.rows = append(out.rows, rec.TenantID, rec.InquiryID, rec.SubmittedBy, externalID(rec.ExternalID), rec.Receipt, m.OccurredAt.UnixNano())
+	}
+	return out, nil
+}
+
+// Apply implements projections.Projection: every InquiryReceived with a submitter becomes a row.
+// An inquiry's InquiryReceived comes before its erasure, so the batch's rows are inserted first.
+func (p *Projection) Apply(ctx context.Context, b *projections.Batch) error {
+	pr, ok := b.Prepared.(*prepared)
+	if !ok {
+		v, err := p.Prepare(b.Events)
+		if err != nil {
+			return err
+		}
+		pr = v.(*prepared)
+	}
+	table := b.Gen.Table("portal_inquiries")
+	if err := b.ExecRows(ctx, `INSERT INTO `+table+` (tenant_id, inquiry_id, submitted_by, external_id, receipt, created_at)`,
+		` ON CONFLICT (tenant_id, inquiry_id) DO NOTHING`, 6, pr.rows); err != nil {
+		return err
+	}
+	for i := 0; i < len(pr.erased); i += 2 {
+		if err := b.Exec(ctx, `UPDATE `+table+` SET external_id = '' WHERE tenant_id = ? AND inquiry_id = ?`, pr.erased[i], pr.erased[i+1]); err != nil {
 			return err
 		}
 	}

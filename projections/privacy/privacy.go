@@ -88,10 +88,27 @@ func NormalizeEmail(email string) string { return strings.ToLower(strings.TrimSp
 
 func nanos(t time.Time) int64 { return t.UnixNano() }
 
-// Apply implements projections.Projection.
-func (p *Projection) Apply(ctx context.Context, b *projections.Batch) error {
-	req, ret := b.Gen.Table("privacy_requesters"), b.Gen.Table("privacy_retention")
-	for _, e := range b.Events {
+// prepared is a batch's writes, computed outside its transaction: the rows inserted (blind index
+// entries and retention rows, one multi-row statement each) and then, in event order, the
+// statements for later events of an inquiry.
+type prepared struct {
+	requesters []any // tenant_id, email_index, inquiry_id, created_at per row
+	retention  []any // tenant_id, inquiry_id, category per row
+	updates    []update
+}
+
+// update is one statement of a later event: q names the tables as {req} and {ret}.
+type update struct {
+	q    string
+	args []any
+}
+
+var _ projections.Preparer = (*Projection)(nil)
+
+// Prepare implements projections.Preparer: decoding, blind indexes and rows need no transaction.
+func (p *Projection) Prepare(evs []eventstore.RecordedEvent) (any, error) {
+	out := &prepared{}
+	for _, e := range evs {
 		if !strings.HasPrefix(e.StreamID, "inquiry-") {
 			continue
 		}
@@ -102,32 +119,28 @@ func (p *Projection) Apply(ctx context.Context, b *projections.Batch) error {
 		}
 		var m domain.Metadata
 		if err := json.Unmarshal(e.Metadata, &m); err != nil {
-			return fmt.Errorf("%s revision %d: metadata: %w", e.StreamID, e.Revision, err)
+			return nil, fmt.Errorf("%s revision %d: metadata: %w", e.StreamID, e.Revision, err)
 		}
 		ev, err := domain.Decode(e.Type, m.SchemaVersion, e.Data)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		id, ok := eventstore.StreamInquiry("inquiry", e.StreamID, m.TenantID)
 		if !ok {
-			return fmt.Errorf("%s: stream does not belong to tenant %q", e.StreamID, m.TenantID)
+			return nil, fmt.Errorf("%s: stream does not belong to tenant %q", e.StreamID, m.TenantID)
 		}
 		at := nanos(m.OccurredAt)
-		var q string
-		var args []any
+		var u update
 		switch ev := ev.(type) {
 		case domain.InquiryReceived:
 			if ev.TenantID != m.TenantID {
-				return fmt.Errorf("%s: event of tenant %q in an inquiry of %q", e.StreamID, m.TenantID, ev.TenantID)
+				return nil, fmt.Errorf("%s: event of tenant %q in an inquiry of %q", e.StreamID, m.TenantID, ev.TenantID)
 			}
 			if email := NormalizeEmail(ev.Requester.Email); email != "" && email != domain.Erased && p.Index != nil {
-				if err := b.Exec(ctx, `INSERT INTO `+req+` (tenant_id, email_index, inquiry_id, created_at) VALUES (?, ?, ?, ?)
-					ON CONFLICT (tenant_id, email_index, inquiry_id) DO NOTHING`, m.TenantID, p.Index(m.TenantID, email), id, at); err != nil {
-					return err
-				}
+				out.requesters = append(out.requesters, m.TenantID, p.Index(m.TenantID, email), id, at)
 			}
-			q, args = `INSERT INTO `+ret+` (tenant_id, inquiry_id, category) VALUES (?, ?, ?) ON CONFLICT (tenant_id, inquiry_id) DO NOTHING`,
-				[]any{m.TenantID, id, ev.Category}
+			out.retention = append(out.retention, m.TenantID, id, ev.Category)
+			continue
 		case domain.InquiryStatusChanged:
 			if !ev.To.Terminal() && ev.From != "" && !ev.From.Terminal() {
 				continue // open to open: closed_at stays NULL
@@ -136,24 +149,49 @@ func (p *Projection) Apply(ctx context.Context, b *projections.Batch) error {
 			if ev.To.Terminal() {
 				closed = sql.NullInt64{Int64: at, Valid: true}
 			}
-			q, args = `UPDATE `+ret+` SET closed_at = ? WHERE tenant_id = ? AND inquiry_id = ?`, []any{closed, m.TenantID, id}
+			u = update{`UPDATE {ret} SET closed_at = ? WHERE tenant_id = ? AND inquiry_id = ?`, []any{closed, m.TenantID, id}}
 		case domain.InquiryArchived:
-			q, args = `UPDATE `+ret+` SET archived_at = ? WHERE tenant_id = ? AND inquiry_id = ?`, []any{at, m.TenantID, id}
+			u = update{`UPDATE {ret} SET archived_at = ? WHERE tenant_id = ? AND inquiry_id = ?`, []any{at, m.TenantID, id}}
 		case domain.InquiryUnarchived:
-			q, args = `UPDATE `+ret+` SET archived_at = NULL WHERE tenant_id = ? AND inquiry_id = ?`, []any{m.TenantID, id}
+			u = update{`UPDATE {ret} SET archived_at = NULL WHERE tenant_id = ? AND inquiry_id = ?`, []any{m.TenantID, id}}
 		case domain.LegalHoldPlaced:
-			q, args = `UPDATE `+ret+` SET held = 1 WHERE tenant_id = ? AND inquiry_id = ?`, []any{m.TenantID, id}
+			u = update{`UPDATE {ret} SET held = 1 WHERE tenant_id = ? AND inquiry_id = ?`, []any{m.TenantID, id}}
 		case domain.LegalHoldReleased:
-			q, args = `UPDATE `+ret+` SET held = 0 WHERE tenant_id = ? AND inquiry_id = ?`, []any{m.TenantID, id}
+			u = update{`UPDATE {ret} SET held = 0 WHERE tenant_id = ? AND inquiry_id = ?`, []any{m.TenantID, id}}
 		case domain.InquiryErased:
-			if err := b.Exec(ctx, `DELETE FROM `+req+` WHERE tenant_id = ? AND inquiry_id = ?`, m.TenantID, id); err != nil {
-				return err
-			}
-			q, args = `UPDATE `+ret+` SET erased_at = COALESCE(erased_at, ?) WHERE tenant_id = ? AND inquiry_id = ?`, []any{at, m.TenantID, id}
+			out.updates = append(out.updates, update{`DELETE FROM {req} WHERE tenant_id = ? AND inquiry_id = ?`, []any{m.TenantID, id}})
+			u = update{`UPDATE {ret} SET erased_at = COALESCE(erased_at, ?) WHERE tenant_id = ? AND inquiry_id = ?`, []any{at, m.TenantID, id}}
 		default:
 			continue
 		}
-		if err := b.Exec(ctx, q, args...); err != nil {
+		out.updates = append(out.updates, u)
+	}
+	return out, nil
+}
+
+// Apply implements projections.Projection. An inquiry's InquiryReceived comes before its other
+// events, so the batch's inserts go first, then its other statements in event order.
+func (p *Projection) Apply(ctx context.Context, b *projections.Batch) error {
+	pr, ok := b.Prepared.(*prepared)
+	if !ok {
+		v, err := p.Prepare(b.Events)
+		if err != nil {
+			return err
+		}
+		pr = v.(*prepared)
+	}
+	req, ret := b.Gen.Table("privacy_requesters"), b.Gen.Table("privacy_retention")
+	if err := b.ExecRows(ctx, `INSERT INTO `+req+` (tenant_id, email_index, inquiry_id, created_at)`,
+		` ON CONFLICT (tenant_id, email_index, inquiry_id) DO NOTHING`, 4, pr.requesters); err != nil {
+		return err
+	}
+	if err := b.ExecRows(ctx, `INSERT INTO `+ret+` (tenant_id, inquiry_id, category)`,
+		` ON CONFLICT (tenant_id, inquiry_id) DO NOTHING`, 3, pr.retention); err != nil {
+		return err
+	}
+	tables := strings.NewReplacer("{req}", req, "{ret}", ret)
+	for _, u := range pr.updates {
+		if err := b.Exec(ctx, tables.Replace(u.q), u.args...); err != nil {
 			return err
 		}
 	}

@@ -1,7 +1,4 @@
 package querymodel
 
-// Parts and SizeClass are the statement row-count helpers, for tests.
-var (
-	Parts     = parts
-	SizeClass = sizeClass
-)
+// SizeClass is the statement row-count helper, for tests.
+var SizeClass = sizeClass

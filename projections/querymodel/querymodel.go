@@ -544,22 +544,6 @@ func sizeClass(n int) int {
 	return c
 }
 
-// parts splits n rows into statements of at most chunk rows (a power of two), each a power of two:
-// every full chunk, then the binary digits of the rest, largest first.
-func parts(n, chunk int) []int {
-	var out []int
-	for ; n >= chunk; n -= chunk {
-		out = append(out, chunk)
-	}
-	for c := chunk / 2; c >= 1; c /= 2 {
-		if n >= c {
-			out = append(out, c)
-			n -= c
-		}
-	}
-	return out
-}
-
 func loadChunk(ctx context.Context, b *projections.Batch, q string, args []any, want map[key]bool, out map[key]*row) error {
 	rs, err := b.Query(ctx, q, args...)
 	if err != nil {
@@ -600,7 +584,7 @@ func upsert(ctx context.Context, b *projections.Batch, table string, rows map[ke
 		return upsertPostgres(ctx, b, table, dirty, onConflict)
 	}
 	i := 0
-	for _, n := range parts(len(dirty), 256) {
+	for _, n := range projections.RowCounts(len(dirty), 256) {
 		part := dirty[i : i+n]
 		i += n
 		args := make([]any, 0, 21*len(part))
@@ -729,7 +713,7 @@ func insertTimeline(ctx context.Context, b *projections.Batch, table string, row
 		return b.CopyFrom(ctx, table, []string{"tenant_id", "inquiry_id", "version", "type", "actor", "occurred_at", "data", "command_id"}, &c)
 	}
 	i := 0
-	for _, n := range parts(len(rows), 512) {
+	for _, n := range projections.RowCounts(len(rows), 512) {
 		part := rows[i : i+n]
 		i += n
 		args := make([]any, 0, 8*len(part))

@@ -3,7 +3,6 @@ package querymodel_test
 import (
 	"context"
 	"path/filepath"
-	"slices"
 	"testing"
 	"time"
 
@@ -50,16 +49,8 @@ func TestFewStatementTextsOnSQLite(t *testing.T) {
 	}
 }
 
-func TestParts(t *testing.T) {
+func TestSizeClass(t *testing.T) {
 	t.Parallel()
-	for _, c := range []struct {
-		n, chunk int
-		want     []int
-	}{{1, 256, []int{1}}, {3, 256, []int{2, 1}}, {256, 256, []int{256}}, {600, 256, []int{256, 256, 64, 16, 8}}, {0, 8, nil}} {
-		if got := querymodel.Parts(c.n, c.chunk); !slices.Equal(got, c.want) {
-			t.Errorf("parts(%d, %d) = %v, want %v", c.n, c.chunk, got, c.want)
-		}
-	}
 	for n, want := range map[int]int{1: 1, 2: 2, 3: 4, 17: 32, 1024: 1024} {
 		if got := querymodel.SizeClass(n); got != want {
 			t.Errorf("sizeClass(%d) = %d, want %d", n, got, want)

@@ -118,54 +118,78 @@ type clock struct {
 	stored bool
 }
 
-// Apply implements projections.Projection. It writes in bulk: the stored clocks of the batch's
-// inquiries are read with one query per chunk (an inquiry received in this batch has none and is
-// not looked up), the clocks are upserted and the jobs inserted with multi-row statements, and
-// the pending jobs whose reason has gone are found with one query per chunk and cancelled with
-// one statement per chunk.
-func (p *Projection) Apply(ctx context.Context, b *projections.Batch) error {
-	type item struct {
-		k      key
-		ev     domain.Event
-		m      domain.Metadata
-		rev    uint64
-		policy bool
-	}
-	items := make([]item, 0, len(b.Events))
-	fresh := map[key]bool{} // the inquiry's first event in the batch is its InquiryReceived
-	var order []key
-	for _, e := range b.Events {
+// item is one decoded event of a batch.
+type item struct {
+	k      key
+	ev     domain.Event
+	m      domain.Metadata
+	rev    uint64
+	policy bool
+}
+
+// prepared is a decoded batch: its events, the inquiries they touch in order of first appearance,
+// and which of those are received in the batch (their first event in it is InquiryReceived).
+type prepared struct {
+	items []item
+	order []key
+	fresh map[key]bool
+}
+
+var _ projections.Preparer = (*Projection)(nil)
+
+// Prepare implements projections.Preparer: decoding needs no transaction.
+func (*Projection) Prepare(evs []eventstore.RecordedEvent) (any, error) {
+	p := &prepared{items: make([]item, 0, len(evs)), fresh: map[key]bool{}}
+	for _, e := range evs {
 		isPolicy := strings.HasPrefix(e.StreamID, "slapolicy-")
 		if !isPolicy && !strings.HasPrefix(e.StreamID, "inquiry-") {
 			continue
 		}
 		var m domain.Metadata
 		if err := json.Unmarshal(e.Metadata, &m); err != nil {
-			return fmt.Errorf("%s revision %d: metadata: %w", e.StreamID, e.Revision, err)
+			return nil, fmt.Errorf("%s revision %d: metadata: %w", e.StreamID, e.Revision, err)
 		}
 		ev, err := domain.Decode(e.Type, m.SchemaVersion, e.Data)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if isPolicy {
 			if _, ok := ev.(domain.SLAPolicySet); !ok || e.StreamID != commands.SLAPolicyStream(m.TenantID) {
-				return fmt.Errorf("%s: %s does not belong to tenant %q", e.StreamID, e.Type, m.TenantID)
+				return nil, fmt.Errorf("%s: %s does not belong to tenant %q", e.StreamID, e.Type, m.TenantID)
 			}
-			items = append(items, item{ev: ev, m: m, policy: true})
+			p.items = append(p.items, item{ev: ev, m: m, policy: true})
 			continue
 		}
 		id, ok := eventstore.StreamInquiry("inquiry", e.StreamID, m.TenantID)
 		if !ok {
-			return fmt.Errorf("%s: stream does not belong to tenant %q", e.StreamID, m.TenantID)
+			return nil, fmt.Errorf("%s: stream does not belong to tenant %q", e.StreamID, m.TenantID)
 		}
 		k := key{m.TenantID, id}
-		if _, seen := fresh[k]; !seen {
+		if _, seen := p.fresh[k]; !seen {
 			_, received := ev.(domain.InquiryReceived)
-			fresh[k] = received
-			order = append(order, k)
+			p.fresh[k] = received
+			p.order = append(p.order, k)
 		}
-		items = append(items, item{k: k, ev: ev, m: m, rev: e.Revision})
+		p.items = append(p.items, item{k: k, ev: ev, m: m, rev: e.Revision})
 	}
+	return p, nil
+}
+
+// Apply implements projections.Projection. It writes in bulk: the stored clocks of the batch's
+// inquiries are read with one query per chunk (an inquiry received in this batch has none and is
+// not looked up), the clocks are upserted and the jobs inserted with multi-row statements, and
+// the pending jobs whose reason has gone are found with one query per chunk and cancelled with
+// one statement per chunk.
+func (p *Projection) Apply(ctx context.Context, b *projections.Batch) error {
+	pr, ok := b.Prepared.(*prepared)
+	if !ok {
+		v, err := p.Prepare(b.Events)
+		if err != nil {
+			return err
+		}
+		pr = v.(*prepared)
+	}
+	items, order, fresh := pr.items, pr.order, pr.fresh
 	clocks, err := loadAll(ctx, b, order, fresh)
 	if err != nil {
 		return err
@@ -229,7 +253,7 @@ func loadAll(ctx context.Context, b *projections.Batch, keys []key, fresh map[ke
 	for _, k := range look {
 		want[k] = true
 	}
-	const chunk = 500
+	const chunk = 512
 	for i := 0; i < len(look); i += chunk {
 		part := look[i:min(i+chunk, len(look))]
 		tenants := map[domain.TenantID]bool{}
@@ -240,13 +264,19 @@ func loadAll(ctx context.Context, b *projections.Batch, keys []key, fresh map[ke
 				args = append(args, k.tenant)
 			}
 		}
+		// Both lists are padded to a power of two by repeating their last value, so the
+		// statement's text takes few forms and stays prepared.
+		args = pad(args)
 		nt := len(args)
+		ids := make([]any, 0, len(part))
 		for _, k := range part {
-			args = append(args, k.id)
+			ids = append(ids, k.id)
 		}
+		ids = pad(ids)
+		args = append(args, ids...)
 		err := func() error {
 			rows, err := b.Query(ctx, `SELECT tenant_id, inquiry_id, state, policy FROM `+b.Gen.Table("sla_clock")+
-				` WHERE tenant_id IN (`+marks(nt)+`) AND inquiry_id IN (`+marks(len(part))+`)`, args...)
+				` WHERE tenant_id IN (`+marks(nt)+`) AND inquiry_id IN (`+marks(len(ids))+`)`, args...)
 			if err != nil {
 				return err
 			}
@@ -275,11 +305,23 @@ func loadAll(ctx context.Context, b *projections.Batch, keys []key, fresh map[ke
 	return out, nil
 }
 
+// pad repeats vs' last value up to a power of two values.
+func pad(vs []any) []any {
+	n := 1
+	for n < len(vs) {
+		n *= 2
+	}
+	for len(vs) < n {
+		vs = append(vs, vs[len(vs)-1])
+	}
+	return vs
+}
+
 func marks(n int) string { return strings.TrimSuffix(strings.Repeat("?, ", n), ", ") }
 
 func currentPolicy(ctx context.Context, b *projections.Batch, tenant domain.TenantID) (string, error) {
 	var pol string
-	err := b.Tx.QueryRowContext(ctx, b.DB.Rebind(`SELECT policy FROM `+b.Gen.Table("sla_policies")+` WHERE tenant_id = ?`), tenant).Scan(&pol)
+	err := b.QueryRow(ctx, `SELECT policy FROM `+b.Gen.Table("sla_policies")+` WHERE tenant_id = ?`, tenant).Scan(&pol)
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", nil
 	}
@@ -363,25 +405,17 @@ func (p *Projection) writeAll(ctx context.Context, b *projections.Batch, order [
 // older version.
 func upsertClocks(ctx context.Context, b *projections.Batch, rows [][]any) error {
 	table := b.Gen.Table("sla_clock")
-	const chunk = 100
-	for i := 0; i < len(rows); i += chunk {
-		part := rows[i:min(i+chunk, len(rows))]
-		args := make([]any, 0, clockWidth*len(part))
-		for _, r := range part {
-			args = append(args, r...)
-		}
-		group := "(" + marks(clockWidth) + ")"
-		if err := b.Exec(ctx, `INSERT INTO `+table+` (`+clockColumns+`) VALUES `+strings.TrimSuffix(strings.Repeat(group+", ", len(part)), ", ")+`
-			ON CONFLICT (tenant_id, inquiry_id) DO UPDATE SET version = excluded.version, state = excluded.state, status = excluded.status,
-			priority = excluded.priority, team = excluded.team, first_response_due_at = excluded.first_response_due_at,
-			resolution_due_at = excluded.resolution_due_at, first_responded_at = excluded.first_responded_at,
-			first_response_secs = excluded.first_response_secs, resolution_secs = excluded.resolution_secs, breached = excluded.breached,
-			breached_targets = excluded.breached_targets, escalation_level = excluded.escalation_level, due_at = excluded.due_at,
-			next_follow_up_at = excluded.next_follow_up_at, watchers = excluded.watchers WHERE `+table+`.version < excluded.version`, args...); err != nil {
-			return err
-		}
+	args := make([]any, 0, clockWidth*len(rows))
+	for _, r := range rows {
+		args = append(args, r...)
 	}
-	return nil
+	return b.ExecRows(ctx, `INSERT INTO `+table+` (`+clockColumns+`)`, `
+		ON CONFLICT (tenant_id, inquiry_id) DO UPDATE SET version = excluded.version, state = excluded.state, status = excluded.status,
+		priority = excluded.priority, team = excluded.team, first_response_due_at = excluded.first_response_due_at,
+		resolution_due_at = excluded.resolution_due_at, first_responded_at = excluded.first_responded_at,
+		first_response_secs = excluded.first_response_secs, resolution_secs = excluded.resolution_secs, breached = excluded.breached,
+		breached_targets = excluded.breached_targets, escalation_level = excluded.escalation_level, due_at = excluded.due_at,
+		next_follow_up_at = excluded.next_follow_up_at, watchers = excluded.watchers WHERE `+table+`.version < excluded.version`, clockWidth, args)
 }
 
 // rowArgs computes an inquiry's clock row (clockColumns), its SLA times and their zone.

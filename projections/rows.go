@@ -1,0 +1,48 @@
+package projections
+
+import (
+	"context"
+	"strings"
+)
+
+// maxRowsPerStatement bounds the rows of one multi-row statement (a power of two).
+const maxRowsPerStatement = 256
+
+// RowCounts splits n rows into statements of power-of-two row counts, at most max (a power of
+// two) each: every full max, then the binary digits of the rest, largest first. On SQLite a
+// statement text is prepared once and kept, so a few texts then serve every batch size instead of
+// one text (parsed anew) per row count.
+func RowCounts(n, max int) []int {
+	var out []int
+	for ; n >= max; n -= max {
+		out = append(out, max)
+	}
+	for c := max / 2; c >= 1; c /= 2 {
+		if n >= c {
+			out = append(out, c)
+			n -= c
+		}
+	}
+	return out
+}
+
+// ExecRows writes rows with multi-row statements in the batch's transaction: head + " VALUES " +
+// one (?, …) group of width marks per row + tail, in row counts from RowCounts. args holds the
+// rows' values one row after the other (width each).
+func (b *Batch) ExecRows(ctx context.Context, head, tail string, width int, args []any) error {
+	n := len(args) / width
+	limit := maxRowsPerStatement
+	for limit > 1 && limit*width > 32766 { // SQLite's default bound on a statement's parameters
+		limit /= 2
+	}
+	group := "(" + strings.TrimSuffix(strings.Repeat("?, ", width), ", ") + ")"
+	i := 0
+	for _, c := range RowCounts(n, limit) {
+		q := head + " VALUES " + strings.TrimSuffix(strings.Repeat(group+", ", c), ", ") + tail
+		if err := b.Exec(ctx, q, args[i*width:(i+c)*width]...); err != nil {
+			return err
+		}
+		i += c
+	}
+	return nil
+}
