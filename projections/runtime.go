@@ -105,7 +105,9 @@ type Windowed interface {
 // small batch, a live runner reads the next one no sooner than this after it read the last, so under a
 // steady stream of intakes each subscriber commits at most about 1/window transactions a second,
 // whatever the intake rate, instead of one per append. An event arriving after a quiet spell is
-// read at once; only the events behind it wait, for at most the window.
+// read at once; only the events behind it wait, for at most the window. Nor does it read the next
+// before the last committed: under a burst, while a batch waits for the writer lane, everything
+// arriving meanwhile gathers into the next one.
 const DefaultBatchWindow = 50 * time.Millisecond
 
 // windowedBelow is the batch size from which a runner reads on at once: a batch this large means it
@@ -472,11 +474,12 @@ func (r *Runner) runOwned(ctx context.Context, l *lease, gen Generation) error {
 type pending struct {
 	evs      []eventstore.RecordedEvent
 	prepared any
+	applied  chan struct{} // closed once committed, when the subscription waits for it
 }
 
-// subscribe applies the log from gen's checkpoint. Reading and preparing the next batch overlaps
-// with the previous batch's transaction: the subscription hands batches to an applier through a
-// one-slot queue, and the applier's first error ends both.
+// subscribe applies the log from gen's checkpoint. While behind (large batches, rebuilds), reading
+// and preparing the next batch overlaps with the previous batch's transaction: the subscription
+// hands batches to an applier through a one-slot queue, and the applier's first error ends both.
 func (r *Runner) subscribe(ctx context.Context, l *lease, gen Generation) error {
 	name := checkpointName(r.Projection, gen)
 	from, err := Checkpoint(ctx, r.DB, name)
@@ -499,13 +502,20 @@ func (r *Runner) subscribe(ctx context.Context, l *lease, gen Generation) error 
 				}
 				return
 			}
+			if p.applied != nil {
+				close(p.applied)
+			}
 		}
 	}()
 	prep, _ := r.Projection.(Preparer)
 	window := r.batchWindow()
 	err = source(r.Store, r.Projection).Subscribe(ctx, from, func(ctx context.Context, evs []eventstore.RecordedEvent) error {
 		read := time.Now()
+		windowed := window > 0 && len(evs) < windowedBelow
 		p := pending{evs: evs}
+		if windowed {
+			p.applied = make(chan struct{})
+		}
 		if prep != nil {
 			if v, perr := prep.Prepare(evs); perr == nil {
 				p.prepared = v // on failure Apply prepares again, and the failing stream parks
@@ -516,13 +526,23 @@ func (r *Runner) subscribe(ctx context.Context, l *lease, gen Generation) error 
 		case <-ctx.Done():
 			return context.Cause(ctx)
 		}
-		if rest := window - time.Since(read); rest > 0 && len(evs) < windowedBelow {
+		if !windowed {
+			return nil
+		}
+		if rest := window - time.Since(read); rest > 0 {
 			// Let the next batch gather what arrives meanwhile (pacing, not synchronisation).
 			if err := r.pause(ctx, rest); err != nil {
 				return context.Cause(ctx)
 			}
 		}
-		return nil
+		// Nor before this batch committed: while it waits for the writer lane, what arrives
+		// joins the next batch instead of queueing as batches of their own.
+		select {
+		case <-p.applied:
+			return nil
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
 	})
 	close(queue)
 	<-applied

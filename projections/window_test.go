@@ -159,3 +159,45 @@ func TestBatchWindowSkippedWhenBehind(t *testing.T) {
 		}
 	})
 }
+
+// TestBatchWindowWaitsForCommit: a live runner reads its next small batch only once the last one
+// committed, so the appends made while a batch is being applied (waiting for the writer lane under
+// a burst) all join the next batch instead of queueing as batches of their own.
+func TestBatchWindowWaitsForCommit(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, db *sqldb.DB) {
+		tb := newBundle(t, db)
+		p := &probe{}
+		sizes := batchSizes(p)
+		record := p.hook
+		entered, release := make(chan struct{}), make(chan struct{})
+		var once sync.Once
+		p.hook = func(b *Batch) {
+			record(b)
+			once.Do(func() { // hold the first batch's transaction open
+				close(entered)
+				<-release
+			})
+		}
+		r := &Runner{Store: tb.store, DB: db, Projection: windowed{p, time.Millisecond},
+			pause: func(context.Context, time.Duration) error { return nil }}
+		if err := r.Setup(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		run(t, r)
+		tb.append(t, "inquiry-a", "first")
+		select {
+		case <-entered:
+		case <-time.After(20 * time.Second):
+			t.Fatal("the first batch was never applied")
+		}
+		for i := range 10 {
+			tb.append(t, fmt.Sprintf("inquiry-%d", i), fmt.Sprint("e", i))
+		}
+		close(release)
+		waitHead(t, r, tb.store)
+		if got := sizes(); !slices.Equal(got, []int{1, 10}) {
+			t.Fatalf("batch sizes = %v, want [1 10]: the appends made while a batch was applied in one batch", got)
+		}
+	})
+}
