@@ -4,39 +4,53 @@ import (
 	"context"
 	"slices"
 	"sync"
+	"time"
 )
 
 // gate admits one write transaction at a time to a SQLite file, across this process's handles on
 // it. SQLite has one writer; queueing here wakes the next writer at once instead of after a busy
 // handler's sleep.
 //
-// Writers of durable handles (appends, audit rows, tenancy: what a request waits for) go before
-// those of replayable ones (subscribers), but a waiting replayable writer is passed over at most
-// maxPass times, so subscribers are never starved: under a steady stream of intakes the turns
-// alternate, and each subscriber transaction carries every event that arrived meanwhile.
+// Bounded pass-over: writers of durable handles (appends, audit rows, tenancy: what a request waits
+// for) go before those of replayable ones (subscribers) while the oldest waiting replayable writer
+// has waited less than passOverFor. Once it has waited that long it goes next, and after each
+// replayable turn a waiting durable writer goes before the next replayable one. So under a burst
+// of appends the writer lane serves appends, and each subscriber transaction carries every event
+// that arrived meanwhile; a subscriber still gets the lane within passOverFor plus two turns for
+// each replayable writer ahead of it, and a durable writer waits for at most one subscriber
+// transaction once subscribers are overdue.
 type gate struct {
 	mu        sync.Mutex
 	held      bool
 	high, low []*gateWaiter
+	lastLow   bool             // the current turn is a replayable writer's
+	now       func() time.Time // the clock waits are measured with (tests replace it)
 }
 
-// maxPass is how many durable writers may go ahead of the oldest waiting replayable one.
-const maxPass = 1
+// passOverFor is how long durable writers may go ahead of the oldest waiting replayable one.
+const passOverFor = 5 * time.Millisecond
 
 type gateWaiter struct {
-	ready  chan struct{}
-	passed int
+	ready chan struct{}
+	since time.Time
+}
+
+func (g *gate) clock() time.Time {
+	if g.now != nil {
+		return g.now()
+	}
+	return time.Now()
 }
 
 // enter takes the gate; contended reports whether it had to wait.
 func (g *gate) enter(ctx context.Context, low bool) (contended bool, err error) {
 	g.mu.Lock()
 	if !g.held {
-		g.held = true
+		g.held, g.lastLow = true, low
 		g.mu.Unlock()
 		return false, nil
 	}
-	w := &gateWaiter{ready: make(chan struct{})}
+	w := &gateWaiter{ready: make(chan struct{}), since: g.clock()}
 	if low {
 		g.low = append(g.low, w)
 	} else {
@@ -63,19 +77,16 @@ func (g *gate) enter(ctx context.Context, low bool) (contended bool, err error) 
 	return true, ctx.Err()
 }
 
-// leave hands the gate to the next waiter, or frees it.
+// leave hands the gate to the next waiter (see gate for the order), or frees it.
 func (g *gate) leave() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	var next *gateWaiter
 	switch {
-	case len(g.high) > 0 && (len(g.low) == 0 || g.low[0].passed < maxPass):
-		next, g.high = g.high[0], g.high[1:]
-		if len(g.low) > 0 {
-			g.low[0].passed++
-		}
+	case len(g.high) > 0 && (len(g.low) == 0 || g.lastLow || g.clock().Sub(g.low[0].since) < passOverFor):
+		next, g.high, g.lastLow = g.high[0], g.high[1:], false
 	case len(g.low) > 0:
-		next, g.low = g.low[0], g.low[1:]
+		next, g.low, g.lastLow = g.low[0], g.low[1:], true
 	default:
 		g.held = false
 		return

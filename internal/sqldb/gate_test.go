@@ -26,56 +26,98 @@ func queued(t *testing.T, g *gate, high, low int) {
 	}
 }
 
-// TestGateDurableFirstButNeverStarvesReplayable: a durable writer goes ahead of a waiting
-// replayable one at most maxPass times; a writer whose context ends while queued leaves the queue
-// and the gate passes on.
-func TestGateDurableFirstButNeverStarvesReplayable(t *testing.T) {
+// TestGateBoundedPassOver: durable writers go ahead of waiting replayable ones until the oldest
+// has waited passOverFor; from then on the turns alternate, so neither kind starves. A writer whose
+// context ends while queued leaves the queue and the gate passes on. The clock is the test's.
+func TestGateBoundedPassOver(t *testing.T) {
 	t.Parallel()
-	g := &gate{}
-	if contended, err := g.enter(t.Context(), false); contended || err != nil {
-		t.Fatalf("free gate: contended %v, %v", contended, err)
-	}
-	var mu sync.Mutex
-	var order []string
-	var wg sync.WaitGroup
-	start := func(name string, low bool, ctx context.Context) {
-		wg.Go(func() {
-			contended, err := g.enter(ctx, low)
-			if err != nil {
-				mu.Lock()
-				order = append(order, name+":"+err.Error())
-				mu.Unlock()
-				return
+	for _, c := range []struct {
+		name    string
+		advance time.Duration // how long the replayable writers have waited when the gate is left
+		want    []string
+	}{
+		{"within the bound", passOverFor - 1, []string{"high1", "high2", "high3", "low1", "low2"}},
+		{"overdue", passOverFor, []string{"low1", "high1", "low2", "high2", "high3"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			t0 := time.Unix(1_800_000_000, 0)
+			now := t0
+			g := &gate{now: func() time.Time { return now }} // read under g.mu
+			if contended, err := g.enter(t.Context(), false); contended || err != nil {
+				t.Fatalf("free gate: contended %v, %v", contended, err)
 			}
-			if !contended {
-				t.Errorf("%s entered a held gate without waiting", name)
+			var mu sync.Mutex
+			var order []string
+			var wg sync.WaitGroup
+			start := func(name string, low bool, ctx context.Context) {
+				wg.Go(func() {
+					contended, err := g.enter(ctx, low)
+					if err != nil {
+						mu.Lock()
+						order = append(order, name+":"+err.Error())
+						mu.Unlock()
+						return
+					}
+					if !contended {
+						t.Errorf("%s entered a held gate without waiting", name)
+					}
+					mu.Lock()
+					order = append(order, name)
+					mu.Unlock()
+					g.leave()
+				})
 			}
-			mu.Lock()
-			order = append(order, name)
-			mu.Unlock()
+			start("low1", true, t.Context())
+			queued(t, g, 0, 1)
+			start("low2", true, t.Context())
+			queued(t, g, 0, 2)
+			for i, name := range []string{"high1", "high2", "high3"} {
+				start(name, false, t.Context())
+				queued(t, g, i+1, 2)
+			}
+			ctx, cancel := context.WithCancel(t.Context())
+			start("gone", false, ctx)
+			queued(t, g, 4, 2)
+			cancel()
+			queued(t, g, 3, 2)
+			g.mu.Lock()
+			now = t0.Add(c.advance)
+			g.mu.Unlock()
 			g.leave()
+			wg.Wait()
+			want := append([]string{"gone:" + context.Canceled.Error()}, c.want...)
+			if !slices.Equal(order, want) {
+				t.Fatalf("order %v, want %v", order, want)
+			}
+			if g.held {
+				t.Fatal("gate still held after everyone left")
+			}
 		})
 	}
-	start("low1", true, t.Context())
-	queued(t, g, 0, 1)
-	start("low2", true, t.Context())
-	queued(t, g, 0, 2)
-	for i, name := range []string{"high1", "high2", "high3"} {
-		start(name, false, t.Context())
-		queued(t, g, i+1, 2)
+}
+
+// TestGateDurableAfterReplayableTurn: after a replayable writer's turn a waiting durable writer
+// goes next, even when other replayable writers are overdue (a durable writer waits for at most
+// one subscriber transaction); with no durable writer waiting, replayable ones go back to back.
+func TestGateDurableAfterReplayableTurn(t *testing.T) {
+	t.Parallel()
+	t0 := time.Unix(1_800_000_000, 0)
+	g := &gate{held: true, lastLow: true, now: func() time.Time { return t0.Add(time.Hour) }}
+	w := func() *gateWaiter { return &gateWaiter{ready: make(chan struct{}), since: t0} }
+	low1, low2, high := w(), w(), w()
+	g.low = []*gateWaiter{low1, low2}
+	g.high = []*gateWaiter{high}
+	for i, want := range []*gateWaiter{high, low1, low2} {
+		g.leave()
+		select {
+		case <-want.ready:
+		default:
+			t.Fatalf("turn %d did not go to the expected writer", i)
+		}
 	}
-	ctx, cancel := context.WithCancel(t.Context())
-	start("gone", false, ctx)
-	queued(t, g, 4, 2)
-	cancel()
-	queued(t, g, 3, 2)
 	g.leave()
-	wg.Wait()
-	want := []string{"gone:" + context.Canceled.Error(), "high1", "low1", "high2", "low2", "high3"}
-	if !slices.Equal(order, want) {
-		t.Fatalf("order %v, want %v", order, want)
-	}
-	if g.held {
-		t.Fatal("gate still held after everyone left")
+	if g.held || len(g.low)+len(g.high) != 0 {
+		t.Fatalf("gate held %v with %d waiters after everyone left", g.held, len(g.low)+len(g.high))
 	}
 }
