@@ -3,6 +3,8 @@ package projections
 import (
 	"context"
 	"strings"
+
+	"github.com/casebook/casebook/internal/sqldb"
 )
 
 // maxRowsPerStatement bounds the rows of one multi-row statement (a power of two).
@@ -29,7 +31,17 @@ func RowCounts(n, max int) []int {
 // ExecRows writes rows with multi-row statements in the batch's transaction: head + " VALUES " +
 // one (?, …) group of width marks per row + tail, in row counts from RowCounts. args holds the
 // rows' values one row after the other (width each).
+//
+// On SQLite a head "INSERT INTO …" runs as INSERT OR FAIL: a row that breaks a constraint fails
+// the statement without undoing the rows before it, which spares SQLite the statement journal (a
+// copy, written to a temporary file, of each page the statement changes that the transaction had
+// already changed). The failed statement fails Apply, and the batch's savepoint undoes it all.
 func (b *Batch) ExecRows(ctx context.Context, head, tail string, width int, args []any) error {
+	if b.DB.Dialect == sqldb.SQLite {
+		if rest, ok := strings.CutPrefix(head, "INSERT INTO "); ok {
+			head = "INSERT OR FAIL INTO " + rest
+		}
+	}
 	n := len(args) / width
 	limit := maxRowsPerStatement
 	for limit > 1 && limit*width > 32766 { // SQLite's default bound on a statement's parameters

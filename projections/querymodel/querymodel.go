@@ -712,21 +712,11 @@ func insertTimeline(ctx context.Context, b *projections.Batch, table string, row
 		}
 		return b.CopyFrom(ctx, table, []string{"tenant_id", "inquiry_id", "version", "type", "actor", "occurred_at", "data", "command_id"}, &c)
 	}
-	i := 0
-	for _, n := range projections.RowCounts(len(rows), 512) {
-		part := rows[i : i+n]
-		i += n
-		args := make([]any, 0, 8*len(part))
-		for _, t := range part {
-			args = append(args, t.tenant, t.id, t.version, t.typ, t.actor, t.at, t.data, t.command)
-		}
-		q := `INSERT INTO ` + table + ` (tenant_id, inquiry_id, version, type, actor, occurred_at, data, command_id) VALUES ` +
-			placeholders(len(part), 8)
-		if err := b.Exec(ctx, q, args...); err != nil {
-			return err
-		}
+	args := make([]any, 0, 8*len(rows))
+	for _, t := range rows {
+		args = append(args, t.tenant, t.id, t.version, t.typ, t.actor, t.at, t.data, t.command)
 	}
-	return nil
+	return b.ExecRows(ctx, `INSERT INTO `+table+` (tenant_id, inquiry_id, version, type, actor, occurred_at, data, command_id)`, "", 8, args)
 }
 
 func marks(n int) string { return strings.TrimSuffix(strings.Repeat("?, ", n), ", ") }
