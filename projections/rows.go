@@ -29,8 +29,9 @@ func RowCounts(n, max int) []int {
 }
 
 // ExecRows writes rows with multi-row statements in the batch's transaction: head + " VALUES " +
-// one (?, …) group of width marks per row + tail, in row counts from RowCounts. args holds the
-// rows' values one row after the other (width each).
+// one (?, …) group of width marks per row + tail, in row counts from RowCounts on SQLite and in
+// statements of up to 256 rows on Postgres. args holds the rows' values one row after the other
+// (width each).
 //
 // On SQLite a head "INSERT INTO …" runs as INSERT OR FAIL: a row that breaks a constraint fails
 // the statement without undoing the rows before it, which spares SQLite the statement journal (a
@@ -48,8 +49,17 @@ func (b *Batch) ExecRows(ctx context.Context, head, tail string, width int, args
 		limit /= 2
 	}
 	group := "(" + strings.TrimSuffix(strings.Repeat("?, ", width), ", ") + ")"
+	counts := RowCounts(n, limit)
+	if b.DB.Dialect == sqldb.Postgres {
+		// pgx prepares each text anew on a connection too, but a round trip per statement
+		// costs more there than a text per row count: one statement per limit rows.
+		counts = counts[:0]
+		for rest := n; rest > 0; rest -= min(rest, limit) {
+			counts = append(counts, min(rest, limit))
+		}
+	}
 	i := 0
-	for _, c := range RowCounts(n, limit) {
+	for _, c := range counts {
 		q := head + " VALUES " + strings.TrimSuffix(strings.Repeat(group+", ", c), ", ") + tail
 		if err := b.Exec(ctx, q, args[i*width:(i+c)*width]...); err != nil {
 			return err
