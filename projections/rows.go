@@ -36,7 +36,8 @@ func RowCounts(n, max int) []int {
 // On SQLite a head "INSERT INTO …" runs as INSERT OR FAIL: a row that breaks a constraint fails
 // the statement without undoing the rows before it, which spares SQLite the statement journal (a
 // copy, written to a temporary file, of each page the statement changes that the transaction had
-// already changed). The failed statement fails Apply, and the batch's savepoint undoes it all.
+// already changed). The failed statement fails Apply, and the runtime rolls back the batch's
+// transaction (or, applying events one by one, the event's savepoint), rows and all.
 func (b *Batch) ExecRows(ctx context.Context, head, tail string, width int, args []any) error {
 	if b.DB.Dialect == sqldb.SQLite {
 		if rest, ok := strings.CutPrefix(head, "INSERT INTO "); ok {
