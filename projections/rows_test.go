@@ -79,10 +79,16 @@ func TestExecRows(t *testing.T) {
 	})
 }
 
-// BenchmarkExecRowsJournal writes two 64-row statements of random keys per transaction on SQLite,
-// through ExecRows (INSERT OR FAIL) and as plain INSERT, and reports the process's write system
-// calls per transaction (Linux): the plain statement also writes SQLite's statement journal.
+// BenchmarkExecRowsJournal writes one or two 64-row statements of random keys per transaction on
+// SQLite, through ExecRows (INSERT OR FAIL) and as plain INSERT, and reports the process's write
+// system calls per transaction (Linux): the plain statement also writes SQLite's statement journal.
 func BenchmarkExecRowsJournal(b *testing.B) {
+	for _, statements := range []int{1, 2} {
+		b.Run(fmt.Sprint(statements), func(b *testing.B) { benchmarkExecRowsJournal(b, statements) })
+	}
+}
+
+func benchmarkExecRowsJournal(b *testing.B, statements int) {
 	for _, c := range []struct {
 		name string
 		exec func(ctx context.Context, bt *Batch, args []any) error
@@ -112,7 +118,7 @@ func BenchmarkExecRowsJournal(b *testing.B) {
 			write := func() {
 				err := sqldb.InConnTx(ctx, db, func(tx *sqldb.Tx) error {
 					bt := &Batch{Tx: tx.Tx, DB: db, conn: tx}
-					for range 2 {
+					for range statements {
 						args := make([]any, 0, 4*64)
 						for range 64 {
 							args = append(args, "t", key(), key(), 1)

@@ -583,28 +583,29 @@ func upsert(ctx context.Context, b *projections.Batch, table string, rows map[ke
 	if b.DB.Dialect == sqldb.Postgres {
 		return upsertPostgres(ctx, b, table, dirty, onConflict)
 	}
-	i := 0
-	for _, n := range projections.RowCounts(len(dirty), 256) {
-		part := dirty[i : i+n]
-		i += n
-		args := make([]any, 0, 21*len(part))
-		for _, r := range part {
-			var closed, until any
-			if r.closed.Valid {
-				closed = r.closed.Int64
-			}
-			if r.retainUntil.Valid {
-				until = r.retainUntil.Int64
-			}
-			args = append(args, r.tenant, r.id, r.receipt, r.version, r.status, r.priority, r.owner, r.team, r.source,
-				r.cat, r.subject, r.message, r.name, r.email, r.created, r.updated, closed, r.archived, r.held, r.erased, until)
+	// On SQLite every key was looked up (Apply skips none there): a row that was not stored is new,
+	// and goes in without ON CONFLICT, which ExecRows runs as INSERT OR FAIL (no statement journal).
+	var fresh, stored []any
+	for _, r := range dirty {
+		var closed, until any
+		if r.closed.Valid {
+			closed = r.closed.Int64
 		}
-		q := `INSERT INTO ` + table + ` (` + inquiryCols + `) VALUES ` + placeholders(len(part), 21) + onConflict + table + `.version < excluded.version`
-		if err := b.Exec(ctx, q, args...); err != nil {
-			return err
+		if r.retainUntil.Valid {
+			until = r.retainUntil.Int64
+		}
+		vals := []any{r.tenant, r.id, r.receipt, r.version, r.status, r.priority, r.owner, r.team, r.source,
+			r.cat, r.subject, r.message, r.name, r.email, r.created, r.updated, closed, r.archived, r.held, r.erased, until}
+		if r.stored {
+			stored = append(stored, vals...)
+		} else {
+			fresh = append(fresh, vals...)
 		}
 	}
-	return nil
+	if err := b.ExecRows(ctx, `INSERT INTO `+table+` (`+inquiryCols+`)`, "", 21, fresh); err != nil {
+		return err
+	}
+	return b.ExecRows(ctx, `INSERT INTO `+table+` (`+inquiryCols+`)`, onConflict+table+`.version < excluded.version`, 21, stored)
 }
 
 // upsertPostgres copies the rows that are new in this batch and upserts the stored ones. A row that
@@ -720,12 +721,6 @@ func insertTimeline(ctx context.Context, b *projections.Batch, table string, row
 }
 
 func marks(n int) string { return strings.TrimSuffix(strings.Repeat("?, ", n), ", ") }
-
-// placeholders returns n groups of width ? marks: (?, ?), (?, ?).
-func placeholders(n, width int) string {
-	group := "(" + strings.TrimSuffix(strings.Repeat("?, ", width), ", ") + ")"
-	return strings.TrimSuffix(strings.Repeat(group+", ", n), ", ")
-}
 
 // CommandRef is the timeline's reference to the command that appended an event: a digest of the
 // command id, which may hold an idempotency key and NUL separators (Postgres text refuses NUL). The
