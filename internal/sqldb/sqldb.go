@@ -70,6 +70,8 @@ type DB struct {
 
 	pool *pgxpool.Pool // Postgres: where the connections come from
 
+	checkpoints *checkpointer // SQLite: the background WAL checkpoints
+
 	groupOnce sync.Once
 	group     *group
 	stmts     stmtCache
@@ -113,8 +115,11 @@ func openSQLite(path, syncMode string) (*DB, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("sqlite: create data directory: %w", err)
 	}
+	// wal_autocheckpoint(0): checkpoints run in the background, not inside a commit (see
+	// CheckpointEvery).
 	dsn := "file:" + path + "?_pragma=busy_timeout(30000)&_pragma=journal_mode(WAL)" +
-		"&_pragma=synchronous(" + syncMode + ")&_pragma=foreign_keys(1)&_pragma=secure_delete(1)&_txlock=immediate"
+		"&_pragma=synchronous(" + syncMode + ")&_pragma=foreign_keys(1)&_pragma=secure_delete(1)" +
+		"&_pragma=wal_autocheckpoint(0)&_txlock=immediate"
 	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
@@ -130,7 +135,20 @@ func openSQLite(path, syncMode string) (*DB, error) {
 		abs = path
 	}
 	g, _ := sqliteWriters.LoadOrStore(abs, &gate{})
-	return &DB{DB: db, Dialect: SQLite, writers: g.(*gate), replayable: syncMode != "FULL"}, nil
+	h := &DB{DB: db, Dialect: SQLite, writers: g.(*gate), replayable: syncMode != "FULL"}
+	var seen uint64
+	ticks := 0
+	h.checkpoints = startCheckpointer(db, func() bool {
+		// Written through the gate since the last look, or a second passed (writes outside it).
+		n := h.gateEntered.Load()
+		ticks++
+		if n == seen && ticks < 10 {
+			return false
+		}
+		seen, ticks = n, 0
+		return true
+	})
+	return h, nil
 }
 
 // Migration is one versioned schema step. SQL holds statements separated by ";\n"; Postgres is used

@@ -134,6 +134,9 @@ func (db *DB) Close() error {
 	}
 	db.stmts.m, db.stmts.closed = nil, true
 	db.stmts.mu.Unlock()
+	if db.checkpoints != nil {
+		db.checkpoints.close()
+	}
 	err := db.DB.Close()
 	if db.pool != nil {
 		db.pool.Close()
