@@ -284,6 +284,9 @@ func auditOutcomes(t *testing.T, a *app.App, tenant domain.TenantID, command str
 		}
 		out = append(out, o+":"+c)
 	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
 	return strings.Join(out, ",")
 }
 
@@ -301,14 +304,19 @@ func assertNoPostgresColumnHolds(t *testing.T, db *sqldb.DB, secrets []string) {
 	}
 	type col struct{ table, name, typ string }
 	var cols []col
-	for rows.Next() {
-		var c col
-		if err := rows.Scan(&c.table, &c.name, &c.typ); err != nil {
+	func() {
+		defer rows.Close()
+		for rows.Next() {
+			var c col
+			if err := rows.Scan(&c.table, &c.name, &c.typ); err != nil {
+				t.Fatal(err)
+			}
+			cols = append(cols, c)
+		}
+		if err := rows.Err(); err != nil {
 			t.Fatal(err)
 		}
-		cols = append(cols, c)
-	}
-	_ = rows.Close()
+	}()
 	if len(cols) < 10 {
 		t.Fatalf("only %d columns found", len(cols))
 	}

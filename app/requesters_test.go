@@ -132,30 +132,40 @@ func assertNoColumnHolds(t *testing.T, db *sqldb.DB, secrets []string, skip stri
 		if err != nil {
 			t.Fatal(err)
 		}
-		for rows.Next() {
-			var c col
-			if err := rows.Scan(&c.table, &c.name, &c.typ); err != nil {
+		func() {
+			defer rows.Close()
+			for rows.Next() {
+				var c col
+				if err := rows.Scan(&c.table, &c.name, &c.typ); err != nil {
+					t.Fatal(err)
+				}
+				cols = append(cols, c)
+			}
+			if err := rows.Err(); err != nil {
 				t.Fatal(err)
 			}
-			cols = append(cols, c)
-		}
-		_ = rows.Close()
+		}()
 	} else {
 		rows, err := db.QueryContext(ctx, `SELECT m.name, p.name, upper(p.type) FROM sqlite_master m JOIN pragma_table_info(m.name) p
 			WHERE m.type = 'table'`)
 		if err != nil {
 			t.Fatal(err)
 		}
-		for rows.Next() {
-			var c col
-			if err := rows.Scan(&c.table, &c.name, &c.typ); err != nil {
+		func() {
+			defer rows.Close()
+			for rows.Next() {
+				var c col
+				if err := rows.Scan(&c.table, &c.name, &c.typ); err != nil {
+					t.Fatal(err)
+				}
+				if !strings.Contains(c.typ, "INT") {
+					cols = append(cols, c)
+				}
+			}
+			if err := rows.Err(); err != nil {
 				t.Fatal(err)
 			}
-			if !strings.Contains(c.typ, "INT") {
-				cols = append(cols, c)
-			}
-		}
-		_ = rows.Close()
+		}()
 	}
 	if len(cols) < 10 {
 		t.Fatalf("only %d columns found", len(cols))

@@ -23,7 +23,7 @@ func TestFirstAppendStoresItsKey(t *testing.T) {
 	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, db *sqldb.DB) {
 		ctx := t.Context()
-		var inner eventstore.Store = innerStore(t, db)
+		inner := innerStore(t, db)
 		if db.Dialect == sqldb.Postgres {
 			// On the handle's own pool, as the app wires it: companions are written there.
 			pg, err := postgres.New(ctx, db.PgxPool(), postgres.Options{})
