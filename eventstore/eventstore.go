@@ -189,6 +189,22 @@ type SealedReader interface {
 	AsStored() Store
 }
 
+// VisibleHeader is implemented by stores whose Head waits for transactions in flight before the
+// log's end (Postgres: events committed behind the horizon). VisibleHead returns at once the last
+// event a read would return now. Subscribers use it for their status, which must not wait for
+// other writers' transactions (those are other subscribers' batches, as often as not).
+type VisibleHeader interface {
+	VisibleHead(ctx context.Context) (Position, error)
+}
+
+// VisibleHead is s's VisibleHead, or its Head when it has none.
+func VisibleHead(ctx context.Context, s Store) (Position, error) {
+	if v, ok := s.(VisibleHeader); ok {
+		return v.VisibleHead(ctx)
+	}
+	return s.Head(ctx)
+}
+
 // Counter is implemented by stores that can count the events after a position cheaply; subscribers
 // use it to report their lag in events.
 type Counter interface {

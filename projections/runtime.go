@@ -630,7 +630,9 @@ func (r *Runner) applyTx(ctx context.Context, l *lease, gen Generation, name str
 // callers. The status changes in one step, so a waiter that wakes
 // sees lag and position that agree.
 func (r *Runner) update(ctx context.Context, at eventstore.Position, n uint64, parked int) error {
-	head, err := r.Store.Head(ctx)
+	// Not Head: on Postgres it waits for every transaction in front of the last commit, which
+	// includes the other subscribers' batches; the status needs only what is readable now.
+	head, err := eventstore.VisibleHead(ctx, r.Store)
 	if err != nil {
 		return fmt.Errorf("read head: %w", err)
 	}

@@ -518,6 +518,17 @@ FROM h LEFT JOIN LATERAL (
 	SELECT xid, seq FROM events WHERE xid < h.horizon ORDER BY xid DESC, seq DESC LIMIT 1
 ) s ON true`
 
+var _ eventstore.VisibleHeader = (*Store)(nil)
+
+// VisibleHead implements eventstore.VisibleHeader: the last event below the horizon now.
+func (s *Store) VisibleHead(ctx context.Context) (eventstore.Position, error) {
+	if err := s.checkOpen(); err != nil {
+		return eventstore.Position{}, err
+	}
+	pos, _, err := s.head(ctx)
+	return pos, err
+}
+
 // Head implements eventstore.Store: the last event below the horizon, after waiting (see
 // SettleTimeout) for the horizon to pass events committed before the call.
 func (s *Store) Head(ctx context.Context) (eventstore.Position, error) {

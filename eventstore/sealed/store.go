@@ -470,5 +470,10 @@ func (s *Store) Subscribe(ctx context.Context, from eventstore.Position, fn func
 // Head implements eventstore.Store.
 func (s *Store) Head(ctx context.Context) (eventstore.Position, error) { return s.inner.Head(ctx) }
 
+// VisibleHead implements eventstore.VisibleHeader.
+func (s *Store) VisibleHead(ctx context.Context) (eventstore.Position, error) {
+	return eventstore.VisibleHead(ctx, s.inner)
+}
+
 // Close implements eventstore.Store; it closes the inner store.
 func (s *Store) Close() error { return s.inner.Close() }
