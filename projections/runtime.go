@@ -95,6 +95,24 @@ type Preparer interface {
 	Prepare(evs []eventstore.RecordedEvent) (any, error)
 }
 
+// PreparedOf returns what p's Prepare returned for b's events, preparing them now when the runtime
+// did not (a batch applied again event by event, a test).
+func PreparedOf[T any](b *Batch, p Preparer) (T, error) {
+	if v, ok := b.Prepared.(T); ok {
+		return v, nil
+	}
+	var zero T
+	v, err := p.Prepare(b.Events)
+	if err != nil {
+		return zero, err
+	}
+	t, ok := v.(T)
+	if !ok {
+		return zero, fmt.Errorf("projections: Prepare returned %T, want %T", v, zero)
+	}
+	return t, nil
+}
+
 // Windowed is implemented by projections that choose how long a batch may gather events under a
 // steady stream of appends (see Runner.subscribe); DefaultBatchWindow applies to the others.
 type Windowed interface {

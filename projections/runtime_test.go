@@ -438,3 +438,27 @@ func TestPreparedBatchReachesApply(t *testing.T) {
 		}
 	})
 }
+
+type stringPreparer struct{ calls *int }
+
+func (p stringPreparer) Prepare(evs []eventstore.RecordedEvent) (any, error) {
+	*p.calls++
+	return fmt.Sprint(len(evs)), nil
+}
+
+// TestPreparedOf: the batch's prepared value is used as it is; without one the batch is prepared
+// now; a value of another type is an error, not a panic.
+func TestPreparedOf(t *testing.T) {
+	t.Parallel()
+	calls := 0
+	p := stringPreparer{&calls}
+	if v, err := PreparedOf[string](&Batch{Prepared: "kept"}, p); v != "kept" || err != nil || calls != 0 {
+		t.Fatalf("prepared batch: %q, %v, %d calls", v, err, calls)
+	}
+	if v, err := PreparedOf[string](&Batch{Events: make([]eventstore.RecordedEvent, 3)}, p); v != "3" || err != nil || calls != 1 {
+		t.Fatalf("unprepared batch: %q, %v, %d calls", v, err, calls)
+	}
+	if _, err := PreparedOf[int](&Batch{}, p); err == nil {
+		t.Fatal("a Prepare result of another type was accepted")
+	}
+}

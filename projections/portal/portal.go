@@ -115,13 +115,9 @@ func (*Projection) Prepare(evs []eventstore.RecordedEvent) (any, error) {
 // Apply implements projections.Projection: every InquiryReceived with a submitter becomes a row.
 // An inquiry's InquiryReceived comes before its erasure, so the batch's rows are inserted first.
 func (p *Projection) Apply(ctx context.Context, b *projections.Batch) error {
-	pr, ok := b.Prepared.(*prepared)
-	if !ok {
-		v, err := p.Prepare(b.Events)
-		if err != nil {
-			return err
-		}
-		pr = v.(*prepared)
+	pr, err := projections.PreparedOf[*prepared](b, p)
+	if err != nil {
+		return err
 	}
 	table := b.Gen.Table("portal_inquiries")
 	if err := b.ExecRows(ctx, `INSERT INTO `+table+` (tenant_id, inquiry_id, submitted_by, external_id, receipt, created_at)`,

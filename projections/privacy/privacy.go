@@ -172,13 +172,9 @@ func (p *Projection) Prepare(evs []eventstore.RecordedEvent) (any, error) {
 // Apply implements projections.Projection. An inquiry's InquiryReceived comes before its other
 // events, so the batch's inserts go first, then its other statements in event order.
 func (p *Projection) Apply(ctx context.Context, b *projections.Batch) error {
-	pr, ok := b.Prepared.(*prepared)
-	if !ok {
-		v, err := p.Prepare(b.Events)
-		if err != nil {
-			return err
-		}
-		pr = v.(*prepared)
+	pr, err := projections.PreparedOf[*prepared](b, p)
+	if err != nil {
+		return err
 	}
 	req, ret := b.Gen.Table("privacy_requesters"), b.Gen.Table("privacy_retention")
 	if err := b.ExecRows(ctx, `INSERT INTO `+req+` (tenant_id, email_index, inquiry_id, created_at)`,

@@ -249,13 +249,9 @@ func (*Projection) Prepare(recs []eventstore.RecordedEvent) (any, error) {
 
 // Apply implements projections.Projection.
 func (q *Projection) Apply(ctx context.Context, b *projections.Batch) error {
-	p, ok := b.Prepared.(*prepared)
-	if !ok {
-		v, err := q.Prepare(b.Events)
-		if err != nil {
-			return err
-		}
-		p = v.(*prepared)
+	p, err := projections.PreparedOf[*prepared](b, q)
+	if err != nil {
+		return err
 	}
 	if len(p.evs) == 0 {
 		return nil
@@ -269,7 +265,7 @@ func (q *Projection) Apply(ctx context.Context, b *projections.Batch) error {
 	if err := b.Exec(ctx, "SAVEPOINT qm_born"); err != nil {
 		return err
 	}
-	err := write(ctx, b, p, p.born)
+	err = write(ctx, b, p, p.born)
 	if !sqldb.IsUniqueViolation(err) {
 		if err != nil {
 			return err

@@ -181,13 +181,9 @@ func (*Projection) Prepare(evs []eventstore.RecordedEvent) (any, error) {
 // the pending jobs whose reason has gone are found with one query per chunk and cancelled with
 // one statement per chunk.
 func (p *Projection) Apply(ctx context.Context, b *projections.Batch) error {
-	pr, ok := b.Prepared.(*prepared)
-	if !ok {
-		v, err := p.Prepare(b.Events)
-		if err != nil {
-			return err
-		}
-		pr = v.(*prepared)
+	pr, err := projections.PreparedOf[*prepared](b, p)
+	if err != nil {
+		return err
 	}
 	items, order, fresh := pr.items, pr.order, pr.fresh
 	clocks, err := loadAll(ctx, b, order, fresh)
