@@ -21,7 +21,6 @@ import (
 	"github.com/casebook/casebook/commands"
 	"github.com/casebook/casebook/domain"
 	"github.com/casebook/casebook/internal/ratelimit"
-	"github.com/casebook/casebook/internal/sqldb"
 	"github.com/casebook/casebook/projections"
 	"github.com/casebook/casebook/projections/querymodel"
 )
@@ -238,7 +237,7 @@ func TestErasureLeavesNoPersonalBytes(t *testing.T) {
 			}
 
 			if be.Name == "postgres" {
-				assertNoPostgresColumnHolds(t, a.DB, erasureSecrets)
+				assertNoColumnHolds(t, a.DB, erasureSecrets, "")
 				return
 			}
 			stop()
@@ -288,51 +287,4 @@ func auditOutcomes(t *testing.T, a *app.App, tenant domain.TenantID, command str
 		t.Fatal(err)
 	}
 	return strings.Join(out, ",")
-}
-
-// assertNoPostgresColumnHolds searches every text, json and bytea column of every table in the
-// test's schema for each string.
-func assertNoPostgresColumnHolds(t *testing.T, db *sqldb.DB, secrets []string) {
-	t.Helper()
-	ctx := t.Context()
-	rows, err := db.QueryContext(ctx, `SELECT c.table_name, c.column_name, c.data_type FROM information_schema.columns c
-		JOIN information_schema.tables tb ON tb.table_schema = c.table_schema AND tb.table_name = c.table_name
-		WHERE c.table_schema = current_schema() AND tb.table_type = 'BASE TABLE'
-		AND c.data_type IN ('text', 'character varying', 'character', 'json', 'jsonb', 'bytea')`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	type col struct{ table, name, typ string }
-	var cols []col
-	func() {
-		defer rows.Close()
-		for rows.Next() {
-			var c col
-			if err := rows.Scan(&c.table, &c.name, &c.typ); err != nil {
-				t.Fatal(err)
-			}
-			cols = append(cols, c)
-		}
-		if err := rows.Err(); err != nil {
-			t.Fatal(err)
-		}
-	}()
-	if len(cols) < 10 {
-		t.Fatalf("only %d columns found", len(cols))
-	}
-	for _, c := range cols {
-		expr := fmt.Sprintf("%q::text", c.name)
-		if c.typ == "bytea" {
-			expr = fmt.Sprintf("encode(%q, 'escape')", c.name)
-		}
-		for _, s := range secrets {
-			var n int
-			if err := db.QueryRowContext(ctx, fmt.Sprintf(`SELECT count(*) FROM %q WHERE strpos(%s, $1) > 0`, c.table, expr), s).Scan(&n); err != nil {
-				t.Fatalf("%s.%s: %v", c.table, c.name, err)
-			}
-			if n > 0 {
-				t.Errorf("%s.%s holds %q in %d rows", c.table, c.name, s, n)
-			}
-		}
-	}
 }
