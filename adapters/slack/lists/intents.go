@@ -127,12 +127,12 @@ func (p *Intents) Apply(ctx context.Context, b *projections.Batch) error {
 	if err := slackeffects.RaiseDesired(ctx, b, table, raise); err != nil {
 		return err
 	}
+	if b.Replaying {
+		return nil // a rebuild never emits: the live generation did
+	}
 	actives := map[domain.TenantID]active{} // one read per tenant per batch
 	for _, k := range order {
 		v := desired[k]
-		if b.Replaying {
-			continue // a rebuild never emits: the live generation did
-		}
 		a, known := actives[k.tenant]
 		if !known {
 			var err error

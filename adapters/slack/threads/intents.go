@@ -124,12 +124,12 @@ func (p *Intents) Apply(ctx context.Context, b *projections.Batch) error {
 	if err := slackeffects.RaiseDesired(ctx, b, table, raise); err != nil {
 		return err
 	}
+	if b.Replaying {
+		return nil // a rebuild never emits: the live generation did
+	}
 	hasDest := map[domain.TenantID]bool{} // one lookup per tenant per batch
 	for _, k := range order {
 		v := desired[k]
-		if b.Replaying {
-			continue // a rebuild never emits: the live generation did
-		}
 		has, known := hasDest[k.tenant]
 		if !known {
 			var err error
