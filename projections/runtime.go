@@ -671,7 +671,8 @@ func (r *Runner) update(ctx context.Context, at eventstore.Position, n uint64, p
 				lagEvents = int64(n)
 			}
 		}
-		if next, err := r.Store.ReadAll(ctx, at, 1); err == nil && len(next) == 1 {
+		// Only its time is read: through the log as this projection reads it (nothing opened).
+		if next, err := source(r.Store, r.Projection).ReadAll(ctx, at, 1); err == nil && len(next) == 1 {
 			lagSeconds = max(0, now.Sub(next[0].RecordedAt).Seconds())
 		}
 	case lagEvents >= int64(n):
