@@ -255,8 +255,8 @@ var errKeyTaken = errors.New("sealed: the inquiry already has a data key")
 // append whose events the key seals stores in its own transaction (a sqldb.TxHook on SQLite, an
 // eventstore.Companion on Postgres): the key and those events commit together or not at all, in one
 // commit instead of two. A row already there (an earlier attempt, a tombstone) fails the append
-// with errKeyTaken; its caller then falls back to EnsureNew. The key is cached only once stored
-// (see kept).
+// with errKeyTaken; its caller then falls back to EnsureNew. The caller caches the key only once
+// stored.
 func (k *Keys) fresh(tenant domain.TenantID, id domain.InquiryID) (*DataKey, keyRow, error) {
 	raw := make([]byte, 32)
 	if _, err := rand.Read(raw); err != nil {
@@ -297,11 +297,6 @@ func (r keyRow) hook(ctx context.Context, tx *sqldb.Tx, _ string) error {
 func (r keyRow) companion(pool any) *eventstore.Companion {
 	return &eventstore.Companion{Handle: pool, Table: "inquiry_keys", Columns: keyColumns,
 		Values: func(string) []any { return r.values }, Taken: errKeyTaken}
-}
-
-// kept caches a key that fresh made once the append storing it has committed.
-func (k *Keys) kept(tenant domain.TenantID, id domain.InquiryID, dk *DataKey) {
-	k.remember(ident{tenant, id}, dk)
 }
 
 // create inserts a fresh wrapped key unless the inquiry has a row, then returns the stored key.

@@ -204,7 +204,7 @@ func (s *Store) keyFor(ctx context.Context, tenant domain.TenantID, id domain.In
 	} else {
 		ctx = eventstore.WithCompanion(ctx, row.companion(pool))
 	}
-	return dk, ctx, func() { s.keys.kept(tenant, id, dk) }, nil
+	return dk, ctx, func() { s.keys.remember(ident{tenant, id}, dk) }, nil
 }
 
 func sealMembers(dk *DataKey, data []byte, fields map[string]json.RawMessage, aad []byte) ([]byte, error) {
