@@ -65,6 +65,9 @@ func TestBatchDoesNotWaitForOtherTransactions(t *testing.T) {
 	if err := r.applyBatch(ctx, l, 1, l.name, pending{evs: evs}); err != nil {
 		t.Fatalf("batch while another transaction is open: %v", err)
 	}
+	if err := r.WaitFor(ctx, evs[0].Position); err != nil { // a consistent read it releases
+		t.Fatalf("WaitFor: %v", err)
+	}
 	st := r.Status()
 	if st.Position != evs[0].Position || !st.CaughtUp {
 		t.Fatalf("status %+v: want at %v and caught up with what is readable", st, evs[0].Position)
