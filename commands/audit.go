@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -39,7 +40,6 @@ type Executor interface {
 var (
 	_ Executor          = (*Handler)(nil)
 	_ Executor          = (*Audited)(nil)
-	_ TxRecorder        = (*AuditLog)(nil)
 	_ CompanionRecorder = (*AuditLog)(nil)
 )
 
@@ -75,7 +75,7 @@ type AuditSink interface {
 
 // Audited decorates an Executor: every command it passes on, accepted or refused, leaves one
 // AuditEntry. An accepted command's entry is written in its append's transaction when the sink is a
-// TxRecorder on the event store's database (then an entry that cannot be written fails the append,
+// CompanionRecorder on the event store's database (then an entry that cannot be written fails the append,
 // so nothing is accepted without it); otherwise, and for refusals and replays, the entry is written
 // after the command returns, and a failing write does not change the command's answer (its effect
 // or refusal has already happened): it is logged at error level with the request id.
@@ -112,46 +112,28 @@ func targetEntry(command string, t Target) AuditEntry {
 	return AuditEntry{RequestID: t.CorrelationID, Tenant: t.Tenant, Actor: t.Actor.ID, Command: command, InquiryID: t.InquiryID}
 }
 
-// TxRecorder is an AuditSink that can write an entry inside the transaction of the command's own
-// append (a sqldb.TxHook), so that an accepted command and its entry commit together, in one
-// commit. RecordTx reports false when tx is not on the sink's database.
-type TxRecorder interface {
-	RecordTx(ctx context.Context, tx *sqldb.Tx, e AuditEntry) (bool, error)
-}
-
-// withEntry returns ctx carrying a hook that writes e as accepted inside the append's transaction,
-// when the sink and the event store share a database (the embedded mode), and a flag set once it
-// did. An entry that cannot be written there fails the append: nothing is accepted without its
-// entry.
+// withEntry returns ctx carrying e, as accepted, for the command's append to write in its own
+// transaction (an eventstore.Companion) when the sink and the event store share a database, and a
+// flag set once it did. An entry that cannot be written there fails the append: nothing is accepted
+// without its entry.
 func (a *Audited) withEntry(ctx context.Context, e AuditEntry) (context.Context, *atomic.Bool) {
 	wrote := new(atomic.Bool)
-	accepted := func(stream string) AuditEntry {
+	cr, ok := a.Sink.(CompanionRecorder)
+	if !ok {
+		return ctx, wrote
+	}
+	return eventstore.WithCompanion(ctx, cr.Companion(func(stream string) AuditEntry {
 		e := e
 		if e.InquiryID == "" {
 			e.InquiryID, _ = eventstore.StreamInquiry("inquiry", stream, e.Tenant)
 		}
 		e.Outcome, e.At = OutcomeAccepted, a.now()
 		return e
-	}
-	if cr, ok := a.Sink.(CompanionRecorder); ok {
-		if c := cr.Companion(accepted, func() { wrote.Store(true) }); c != nil {
-			ctx = eventstore.WithCompanion(ctx, c)
-		}
-	}
-	tr, ok := a.Sink.(TxRecorder)
-	if !ok {
-		return ctx, wrote
-	}
-	return sqldb.WithTxHook(ctx, func(ctx context.Context, tx *sqldb.Tx, stream string) error {
-		ok, err := tr.RecordTx(ctx, tx, accepted(stream))
-		wrote.Store(ok && err == nil)
-		return err
-	}), wrote
+	}, func() { wrote.Store(true) })), wrote
 }
 
-// CompanionRecorder is an AuditSink whose entry of an accepted command an event store can write in
-// the append's own statement (an eventstore.Companion: the Postgres store on the sink's database).
-// Companion returns nil when the sink has none to offer.
+// CompanionRecorder is an AuditSink whose entry of an accepted command an event store on the sink's
+// database writes in the append's own transaction (an eventstore.Companion).
 type CompanionRecorder interface {
 	Companion(entry func(stream string) AuditEntry, written func()) *eventstore.Companion
 }
@@ -289,8 +271,8 @@ CREATE INDEX IF NOT EXISTS command_audit_tenant ON command_audit (tenant_id, seq
 // event appends of the embedded store that are waiting at the same time, and each returns once the
 // transaction holding its entry has committed. So an entry is durable before the command's answer,
 // at one commit per batch rather than per command. When the event store shares the log's database
-// (the embedded mode), an accepted command's entry is written inside its append's transaction
-// instead (RecordTx through a sqldb.TxHook) and costs no commit of its own.
+// (the embedded mode, or the Postgres event store on the same pool), an accepted command's entry is
+// written by its append instead (Companion) and costs no commit of its own.
 type AuditLog struct {
 	db *sqldb.DB
 }
@@ -306,7 +288,8 @@ func NewAuditLog(ctx context.Context, db *sqldb.DB) (*AuditLog, error) {
 // Record inserts e and returns once it is committed.
 func (l *AuditLog) Record(ctx context.Context, e AuditEntry) error {
 	err := sqldb.Group(ctx, l.db, func(ctx context.Context, tx *sqldb.Tx) error {
-		_, err := l.RecordTx(ctx, tx, e)
+		_, err := tx.ExecContext(ctx, l.db.Rebind(`INSERT INTO command_audit (`+strings.Join(auditColumns, ", ")+`)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`), auditValues(e)...)
 		return err
 	})
 	if err != nil {
@@ -315,33 +298,17 @@ func (l *AuditLog) Record(ctx context.Context, e AuditEntry) error {
 	return nil
 }
 
-// RecordTx inserts e inside tx, if tx is on the log's database (else it reports false).
-func (l *AuditLog) RecordTx(ctx context.Context, tx *sqldb.Tx, e AuditEntry) (bool, error) {
-	if tx.Handle() != l.db {
-		return false, nil
-	}
-	_, err := tx.ExecContext(ctx, l.db.Rebind(`INSERT INTO command_audit
-		(request_id, tenant_id, actor, command, inquiry_id, outcome, code, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`),
-		e.RequestID, e.Tenant, e.Actor, e.Command, e.InquiryID, e.Outcome, e.Code, e.At.UnixNano())
-	return err == nil, err
+var auditColumns = []string{"request_id", "tenant_id", "actor", "command", "inquiry_id", "outcome", "code", "at"}
+
+func auditValues(e AuditEntry) []any {
+	return []any{e.RequestID, string(e.Tenant), string(e.Actor), e.Command, string(e.InquiryID), string(e.Outcome), e.Code, e.At.UnixNano()}
 }
 
-// Companion implements CompanionRecorder on Postgres: the entry goes into the append's statement
-// when the event store shares the log's pool. On SQLite the append's transaction takes it (RecordTx).
+// Companion implements CompanionRecorder: the entry as a row of the append of an event store on the
+// log's database.
 func (l *AuditLog) Companion(entry func(stream string) AuditEntry, written func()) *eventstore.Companion {
-	if l.db.Dialect != sqldb.Postgres {
-		return nil
-	}
-	return &eventstore.Companion{
-		Handle:  l.db.PgxPool(),
-		Table:   "command_audit",
-		Columns: []string{"request_id", "tenant_id", "actor", "command", "inquiry_id", "outcome", "code", "at"},
-		Values: func(stream string) []any {
-			e := entry(stream)
-			return []any{e.RequestID, string(e.Tenant), string(e.Actor), e.Command, string(e.InquiryID), string(e.Outcome), e.Code, e.At.UnixNano()}
-		},
-		Written: written,
-	}
+	return &eventstore.Companion{Handle: l.db.CompanionHandle(), Table: "command_audit", Columns: auditColumns,
+		Values: func(stream string) []any { return auditValues(entry(stream)) }, Written: written}
 }
 
 // Entries returns a tenant's most recent entries (at most limit), oldest first.

@@ -3,10 +3,11 @@ package eventstore
 import "context"
 
 // Companion is a row of another table that must commit atomically with an append (the command
-// audit entry of an accepted command, an inquiry's new data key). A store that supports companions
-// on the database Handle names (the Postgres store, whose pool it must be: CompanionWriter) writes
-// the row in the append's own statement, only if the append inserts its events, and calls Written
-// once the append has committed; other stores ignore it, and the caller writes the row itself.
+// audit entry of an accepted command, an inquiry's new data key). A store that writes companions on
+// the database Handle names (CompanionWriter; sqldb.DB.CompanionHandle names one: the embedded
+// store's own handle, the Postgres store's pool) inserts the row in the append's own transaction
+// (on Postgres its statement), only if the append inserts its events, and calls Written once the
+// append has committed; other stores ignore it, and the caller writes the row itself.
 type Companion struct {
 	Handle  any
 	Table   string

@@ -164,14 +164,6 @@ type Store interface {
 	Close() error
 }
 
-// TxHooker is implemented by backends whose Append runs the sqldb.TxHook its ctx carries inside
-// the append's own transaction (the embedded SQLite store). RunsTxHooksOn reports whether that
-// transaction is on handle (a *sqldb.DB), so a caller can make rows of that database commit with
-// the append, or not at all.
-type TxHooker interface {
-	RunsTxHooksOn(handle any) bool
-}
-
 // Rewriter is implemented by backends whose own rows may be updated (SQLite, Postgres; not
 // KurrentDB, whose events are immutable): RewriteData replaces one event's data, only while it
 // still is old (compare and swap), and reports whether it did. Only the migration that seals

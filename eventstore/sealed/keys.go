@@ -252,11 +252,10 @@ func (k *Keys) EnsureNew(ctx context.Context, tenant domain.TenantID, id domain.
 var errKeyTaken = errors.New("sealed: the inquiry already has a data key")
 
 // fresh returns a new data key for an inquiry that most likely has none, and its row, which the
-// append whose events the key seals stores in its own transaction (a sqldb.TxHook on SQLite, an
-// eventstore.Companion on Postgres): the key and those events commit together or not at all, in one
-// commit instead of two. A row already there (an earlier attempt, a tombstone) fails the append
-// with errKeyTaken; its caller then falls back to EnsureNew. The caller caches the key only once
-// stored.
+// append whose events the key seals stores in its own transaction (an eventstore.Companion): the
+// key and those events commit together or not at all, in one commit instead of two. A row already
+// there (an earlier attempt, a tombstone) fails the append with errKeyTaken; its caller then falls
+// back to EnsureNew. The caller caches the key only once stored.
 func (k *Keys) fresh(tenant domain.TenantID, id domain.InquiryID) (*DataKey, keyRow, error) {
 	raw := make([]byte, 32)
 	if _, err := rand.Read(raw); err != nil {
@@ -270,33 +269,18 @@ func (k *Keys) fresh(tenant domain.TenantID, id domain.InquiryID) (*DataKey, key
 	if err != nil {
 		return nil, keyRow{}, err
 	}
-	return dk, keyRow{k: k, values: []any{string(tenant), string(id), kek.Seal(raw, aadOf(tenant, id)), k.current, k.now().UnixNano()}}, nil
+	return dk, keyRow{string(tenant), string(id), kek.Seal(raw, aadOf(tenant, id)), k.current, k.now().UnixNano()}, nil
 }
 
-// keyRow is a new wrapped key's row of inquiry_keys.
-type keyRow struct {
-	k      *Keys
-	values []any
-}
+// keyRow is a new wrapped key's row of inquiry_keys, in keyColumns' order.
+type keyRow []any
 
 var keyColumns = []string{"tenant_id", "inquiry_id", "wrapped", "kek_id", "created_at"}
 
-// hook inserts the row in the embedded store's append transaction.
-func (r keyRow) hook(ctx context.Context, tx *sqldb.Tx, _ string) error {
-	_, err := tx.ExecContext(ctx, r.k.db.Rebind(`INSERT INTO inquiry_keys (`+strings.Join(keyColumns, ", ")+`) VALUES (?, ?, ?, ?, ?)`), r.values...)
-	if sqldb.IsUniqueViolation(err) {
-		return errKeyTaken
-	}
-	if err != nil {
-		return fmt.Errorf("sealed: store key: %w", err)
-	}
-	return nil
-}
-
-// companion is the row as the Postgres store's append statement inserts it.
-func (r keyRow) companion(pool any) *eventstore.Companion {
-	return &eventstore.Companion{Handle: pool, Table: "inquiry_keys", Columns: keyColumns,
-		Values: func(string) []any { return r.values }, Taken: errKeyTaken}
+// companion is the row as an append on handle inserts it.
+func (r keyRow) companion(handle any) *eventstore.Companion {
+	return &eventstore.Companion{Handle: handle, Table: "inquiry_keys", Columns: keyColumns,
+		Values: func(string) []any { return r }, Taken: errKeyTaken}
 }
 
 // create inserts a fresh wrapped key unless the inquiry has a row, then returns the stored key.

@@ -13,7 +13,6 @@ import (
 
 	"github.com/casebook/casebook/domain"
 	"github.com/casebook/casebook/eventstore"
-	"github.com/casebook/casebook/internal/sqldb"
 )
 
 // sealedMember is the JSON member that holds an event's sealed personal members.
@@ -183,12 +182,9 @@ func (s *Store) keyFor(ctx context.Context, tenant domain.TenantID, id domain.In
 		dk, err := s.keys.Ensure(ctx, tenant, id)
 		return dk, ctx, nil, err
 	}
-	h, hooks := s.inner.(eventstore.TxHooker)
-	hooks = hooks && h.RunsTxHooksOn(s.keys.db)
-	c, companions := s.inner.(eventstore.CompanionWriter)
-	pool := s.keys.db.PgxPool()
-	companions = companions && pool != nil && c.WritesCompanionsOn(pool)
-	if !withFresh || !hooks && !companions {
+	handle := s.keys.db.CompanionHandle()
+	c, ok := s.inner.(eventstore.CompanionWriter)
+	if !withFresh || !ok || !c.WritesCompanionsOn(handle) {
 		dk, err := s.keys.EnsureNew(ctx, tenant, id)
 		return dk, ctx, nil, err
 	}
@@ -199,11 +195,7 @@ func (s *Store) keyFor(ctx context.Context, tenant domain.TenantID, id domain.In
 	if err != nil {
 		return nil, ctx, nil, err
 	}
-	if hooks {
-		ctx = sqldb.WithTxHook(ctx, row.hook)
-	} else {
-		ctx = eventstore.WithCompanion(ctx, row.companion(pool))
-	}
+	ctx = eventstore.WithCompanion(ctx, row.companion(handle))
 	return dk, ctx, func() { s.keys.remember(ident{tenant, id}, dk) }, nil
 }
 

@@ -9,6 +9,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -71,14 +72,20 @@ func New(ctx context.Context, db *sqldb.DB, opts Options) (*Store, error) {
 // Append implements eventstore.Store. Concurrent appends are group-committed (sqldb.Group): each
 // checks its expected revision inside the shared transaction, after the appends queued before it,
 // and a failed condition fails only its own append. Append returns only after the transaction
-// holding its events has committed. A sqldb.TxHook in ctx writes in the same transaction (the
-// command audit row of the command that appends).
+// holding its events has committed. The eventstore.Companions in ctx on s's handle are inserted in
+// the same transaction, after the events (the command's audit entry, a new inquiry's data key).
 func (s *Store) Append(ctx context.Context, stream string, expected eventstore.ExpectedRevision, events []eventstore.EventData) (eventstore.AppendResult, error) {
 	if stream == "" {
 		return eventstore.AppendResult{}, errors.New("eventstore/sqlite: empty stream name")
 	}
 	if len(events) == 0 {
 		return eventstore.AppendResult{}, errors.New("eventstore/sqlite: nothing to append")
+	}
+	var cs []*eventstore.Companion
+	for _, c := range eventstore.CompanionsOf(ctx) {
+		if s.WritesCompanionsOn(c.Handle) {
+			cs = append(cs, c)
+		}
 	}
 	var res eventstore.AppendResult
 	err := sqldb.Group(ctx, s.db, func(ctx context.Context, tx *sqldb.Tx) error {
@@ -112,20 +119,43 @@ func (s *Store) Append(ctx context.Context, stream string, expected eventstore.E
 			}
 			res = eventstore.AppendResult{NextRevision: next + uint64(i), Position: pos(seq)}
 		}
-		return sqldb.RunTxHook(ctx, tx, stream)
+		for _, c := range cs {
+			if err := insertCompanion(ctx, tx, c, stream); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
 	if err != nil {
 		return eventstore.AppendResult{}, err
 	}
 	s.notify()
+	for _, c := range cs {
+		if c.Written != nil {
+			c.Written()
+		}
+	}
 	return res, nil
 }
 
-var _ eventstore.TxHooker = (*Store)(nil)
+// insertCompanion writes c's row for an append to stream; a unique violation is c.Taken when set.
+func insertCompanion(ctx context.Context, tx *sqldb.Tx, c *eventstore.Companion, stream string) error {
+	vals := c.Values(stream)
+	_, err := tx.ExecContext(ctx, `INSERT INTO `+c.Table+` (`+strings.Join(c.Columns, ", ")+`) VALUES (`+
+		strings.TrimSuffix(strings.Repeat("?, ", len(vals)), ", ")+`)`, vals...)
+	if c.Taken != nil && sqldb.IsUniqueViolation(err) {
+		return c.Taken
+	}
+	if err != nil {
+		return fmt.Errorf("eventstore/sqlite: insert into %s: %w", c.Table, err)
+	}
+	return nil
+}
 
-// RunsTxHooksOn implements eventstore.TxHooker: Append runs ctx's hook in its transaction on s's
-// handle.
-func (s *Store) RunsTxHooksOn(handle any) bool { return handle == any(s.db) }
+var _ eventstore.CompanionWriter = (*Store)(nil)
+
+// WritesCompanionsOn implements eventstore.CompanionWriter: companions on s's handle.
+func (s *Store) WritesCompanionsOn(handle any) bool { return handle == s.db.CompanionHandle() }
 
 func nonNil(b []byte) []byte {
 	if b == nil {

@@ -236,36 +236,11 @@ func (db *DB) enterGate(ctx context.Context) (release func(), err error) {
 	}, nil
 }
 
-// TxHook writes something that must commit together with a store's next write: see WithTxHook.
-// subject names what the write was about (an event stream).
-type TxHook func(ctx context.Context, tx *Tx, subject string) error
-
-type txHookKey struct{}
-
-// WithTxHook returns a ctx under which a store that supports hooks (the embedded event store's
-// Append) runs fn inside the transaction of its write, after its own rows: fn's rows commit with
-// them or not at all, and fn's error fails the write. Hooks accumulate: fn runs after those ctx
-// already carries.
-func WithTxHook(ctx context.Context, fn TxHook) context.Context {
-	if prev, ok := ctx.Value(txHookKey{}).(TxHook); ok {
-		last := fn
-		fn = func(ctx context.Context, tx *Tx, subject string) error {
-			if err := prev(ctx, tx, subject); err != nil {
-				return err
-			}
-			return last(ctx, tx, subject)
-		}
+// CompanionHandle names db's database to an event store that writes rows of other tables in its
+// appends (eventstore.Companion.Handle): the pgx pool on Postgres, db itself on SQLite.
+func (db *DB) CompanionHandle() any {
+	if db.pool != nil {
+		return db.pool
 	}
-	return context.WithValue(ctx, txHookKey{}, fn)
+	return db
 }
-
-// RunTxHook runs the hook ctx carries, if any, in tx.
-func RunTxHook(ctx context.Context, tx *Tx, subject string) error {
-	if fn, ok := ctx.Value(txHookKey{}).(TxHook); ok {
-		return fn(ctx, tx, subject)
-	}
-	return nil
-}
-
-// Handle is the database handle the transaction runs on.
-func (t *Tx) Handle() *DB { return t.db }
