@@ -193,12 +193,16 @@ type Status struct {
 	// LagEvents is the number of events after the checkpoint; -1 when the store cannot count.
 	LagEvents int64 `json:"lag_events"`
 	// LagSeconds is the age of the oldest event not yet applied.
-	LagSeconds float64   `json:"lag_seconds"`
-	Parked     int       `json:"parked"`
-	Processed  uint64    `json:"processed"`
-	LastError  string    `json:"last_error,omitempty"`
-	LastErrAt  time.Time `json:"last_error_at,omitzero"`
-	Heartbeat  time.Time `json:"heartbeat,omitzero"`
+	LagSeconds float64 `json:"lag_seconds"`
+	Parked     int     `json:"parked"`
+	Processed  uint64  `json:"processed"`
+	// Batches counts the transactions that committed events' output (each with its checkpoint),
+	// and Pages the pages they wrote to SQLite's write-ahead log (zero on Postgres).
+	Batches   uint64    `json:"batches"`
+	Pages     uint64    `json:"pages"`
+	LastError string    `json:"last_error,omitempty"`
+	LastErrAt time.Time `json:"last_error_at,omitzero"`
+	Heartbeat time.Time `json:"heartbeat,omitzero"`
 }
 
 // Runner drives one projection: the active generation (Build == 0) or a generation being built.
@@ -608,7 +612,16 @@ func (r *Runner) applyBatch(ctx context.Context, l *lease, gen Generation, name 
 // returns the number of parked streams after it.
 func (r *Runner) applyTx(ctx context.Context, l *lease, gen Generation, name string, p pending, renew int64, failed *batchFailure) (int, error) {
 	parked := 0
+	var tx *sqldb.Tx
+	defer func() {
+		if tx != nil && tx.Pages() > 0 {
+			r.mu.Lock()
+			r.status.Pages += tx.Pages()
+			r.mu.Unlock()
+		}
+	}()
 	err := sqldb.InConnTx(ctx, r.DB, func(stx *sqldb.Tx) error {
+		tx = stx
 		projection := r.Projection.Name()
 		if r.Build != 0 {
 			projection = "" // a generation being built is not the active one
@@ -691,6 +704,9 @@ func (r *Runner) update(ctx context.Context, at eventstore.Position, n uint64, p
 	}
 	r.status.Position, r.status.Generation = at, gen
 	r.status.Processed += n
+	if n > 0 {
+		r.status.Batches++
+	}
 	r.status.Heartbeat = now
 	r.status.Head, r.status.CaughtUp = head, caughtUp
 	r.status.LagEvents, r.status.LagSeconds, r.status.Parked = lagEvents, lagSeconds, parked

@@ -109,6 +109,10 @@ func TestBatchWindowGathersAppends(t *testing.T) {
 		if got := tb.seen(t); len(got) != 11 {
 			t.Fatalf("applied %d events, want 11", len(got))
 		}
+		// Status counts the transactions, and on SQLite the pages they wrote.
+		if s := r.Status(); s.Batches != 2 || (db.Dialect == sqldb.SQLite) != (s.Pages > 0) {
+			t.Fatalf("status counts %d batches and %d pages; want 2 batches, pages only on SQLite", s.Batches, s.Pages)
+		}
 	})
 }
 

@@ -177,6 +177,8 @@ func bench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 
 	var rs []round
 	var cpu *cpuReport
+	waitAllCaughtUp(ctx, a)
+	laneBefore := snapLane(a)
 	for r := range *rounds {
 		var prof bytes.Buffer
 		profiling := false
@@ -207,9 +209,11 @@ func bench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		lowest = min(lowest, r.Ratio)
 	}
 
+	waitAllCaughtUp(ctx, a)
+	lane := snapLane(a).since(laneBefore, *n**rounds)
+
 	var vis *visibility
 	if !rate.Off {
-		waitCaughtUp(ctx, a)
 		v := measureVisibility(ctx, a, client, base, token, t.ID, t.Slug, rate, *visN, intakeBody)
 		vis = &v
 	}
@@ -227,6 +231,7 @@ func bench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		"visibility":     vis,
 		"commands":       cmds,
 		"storage_writes": a.StorageStats(),
+		"lane":           lane,
 	}
 	return printJSON(stdout, out)
 }
@@ -373,13 +378,68 @@ func cpuPerIntake(prof *bytes.Buffer, intakes int) (*cpuReport, error) {
 	return rep, nil
 }
 
-// waitCaughtUp waits (bounded) until the query model has applied the log's head.
-func waitCaughtUp(ctx context.Context, a *app.App) {
+// waitAllCaughtUp waits (bounded) until every subscriber has applied the log's head.
+func waitAllCaughtUp(ctx context.Context, a *app.App) {
 	if head, err := a.Store.Head(ctx); err == nil {
 		wctx, cancel := context.WithTimeout(ctx, time.Minute)
 		defer cancel()
-		_ = a.QueryModel().WaitFor(wctx, head)
+		for _, r := range a.Runners {
+			_ = r.WaitFor(wctx, head)
+		}
 	}
+}
+
+// laneSnap is the writer lane's counters and each subscriber's transactions at one moment.
+type laneSnap struct {
+	storage app.StorageStats
+	batches map[string]uint64
+	pages   map[string]uint64
+}
+
+func snapLane(a *app.App) laneSnap {
+	s := laneSnap{storage: a.StorageStats(), batches: map[string]uint64{}, pages: map[string]uint64{}}
+	for _, st := range a.ProjectionStatuses() {
+		s.batches[st.Name] += st.Batches
+		s.pages[st.Name] += st.Pages
+	}
+	return s
+}
+
+// laneReport is the embedded writer lane's work per intake over the Casebook rounds: from before
+// the first round until every subscriber had applied their intakes (the baseline rounds between
+// them write another file). Unlike req/s these move little with the machine's load.
+type laneReport struct {
+	Intakes int                   `json:"intakes"`
+	Handles map[string]laneHandle `json:"handles"`
+	// SubscriberTransactions is each subscriber's transactions per 1,000 intakes.
+	SubscriberTransactions map[string]float64 `json:"subscriber_transactions_per_1000"`
+	// SubscriberPages is each subscriber's pages written per intake.
+	SubscriberPages map[string]float64 `json:"subscriber_pages_per_intake"`
+}
+
+type laneHandle struct {
+	Transactions float64 `json:"transactions_per_intake"`
+	Pages        float64 `json:"pages_per_intake"`      // WAL frames written
+	HeldMillis   float64 `json:"held_ms_per_1000"`      // writer lane held
+	WaitedMillis float64 `json:"waited_ms_per_1000"`    // waited for the lane
+	PagesPerTx   float64 `json:"pages_per_transaction"` // WAL frames per commit
+}
+
+func (s laneSnap) since(before laneSnap, intakes int) laneReport {
+	per := float64(max(intakes, 1))
+	rep := laneReport{Intakes: intakes, Handles: map[string]laneHandle{}, SubscriberTransactions: map[string]float64{}, SubscriberPages: map[string]float64{}}
+	for h, g := range s.storage.Gate {
+		b := before.storage.Gate[h]
+		tx := float64(g.Entered - b.Entered)
+		rep.Handles[h] = laneHandle{Transactions: tx / per, Pages: float64(g.Pages-b.Pages) / per,
+			HeldMillis: float64(g.Held-b.Held) / 1e6 / per * 1000, WaitedMillis: float64(g.Waited-b.Waited) / 1e6 / per * 1000,
+			PagesPerTx: float64(g.Pages-b.Pages) / max(tx, 1)}
+	}
+	for name, n := range s.batches {
+		rep.SubscriberTransactions[name] = float64(n-before.batches[name]) / per * 1000
+		rep.SubscriberPages[name] = float64(s.pages[name]-before.pages[name]) / per
+	}
+	return rep
 }
 
 // visibility is the latency from an intake's acknowledgement to the moment GET

@@ -2,6 +2,8 @@ package sqldb
 
 import (
 	"database/sql"
+	"fmt"
+	"os"
 	"path/filepath"
 	"testing"
 )
@@ -43,5 +45,59 @@ func TestCommitsDoNotCheckpoint(t *testing.T) {
 	}
 	if f.Checkpointed != f.Log {
 		t.Fatalf("checkpointed %d of %d frames", f.Checkpointed, f.Log)
+	}
+}
+
+// TestPagesCountWALFrames: a write transaction's Pages (and the handle's GateStats.Pages) is the
+// number of frames its commit appended to the write-ahead log, as the log file's growth shows; a
+// transaction that changes nothing writes none.
+func TestPagesCountWALFrames(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "p.db")
+	db, err := OpenSQLite(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	db.checkpoints.close() // no checkpoint: the log only grows
+	ctx := t.Context()
+	if _, err := db.ExecContext(ctx, `CREATE TABLE t (id INTEGER PRIMARY KEY, k TEXT UNIQUE, v BLOB)`); err != nil {
+		t.Fatal(err)
+	}
+	var pageSize int64
+	if err := db.QueryRowContext(ctx, `PRAGMA page_size`).Scan(&pageSize); err != nil {
+		t.Fatal(err)
+	}
+	walSize := func() int64 {
+		fi, err := os.Stat(path + "-wal")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fi.Size()
+	}
+	for _, rows := range []int{0, 1, 10, 50} {
+		before, stats := walSize(), db.GateStats()
+		var tx *Tx
+		if err := InConnTx(ctx, db, func(t *Tx) error {
+			tx = t
+			for i := range rows {
+				if _, err := t.ExecContext(ctx, `INSERT INTO t (k, v) VALUES (?, zeroblob(3000))`, fmt.Sprintf("%d-%d", rows, i)); err != nil {
+					return err
+				}
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		frames := (walSize() - before) / (pageSize + 24) // each frame: a 24-byte header and a page
+		if int64(tx.Pages()) != frames || db.GateStats().Pages-stats.Pages != tx.Pages() {
+			t.Fatalf("%d rows: Pages %d, handle's count +%d; the log grew by %d frames", rows, tx.Pages(), db.GateStats().Pages-stats.Pages, frames)
+		}
+		if rows > 0 && frames < int64(rows) {
+			t.Fatalf("%d rows of 3,000 bytes in %d frames", rows, frames)
+		}
+		if rows == 0 && frames != 0 {
+			t.Fatalf("an empty transaction wrote %d frames", frames)
+		}
 	}
 }

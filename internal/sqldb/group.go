@@ -206,34 +206,38 @@ type GateStats struct {
 	Contended uint64        `json:"contended"` // of those, how many found the gate taken and waited
 	Waited    time.Duration `json:"waited_ns"` // the total time they waited
 	Held      time.Duration `json:"held_ns"`   // the total time they held the gate (the writer lane's use)
+	// Pages is how many pages the handle's write transactions wrote to the write-ahead log (one
+	// frame each; every page a transaction changes is written whole at its commit).
+	Pages uint64 `json:"pages"`
 }
 
 // GateStats reports db's waits for the writer gate (zero on Postgres, which has no gate).
 func (db *DB) GateStats() GateStats {
 	return GateStats{Entered: db.gateEntered.Load(), Contended: db.gateContended.Load(), Waited: time.Duration(db.gateWaited.Load()),
-		Held: time.Duration(db.gateHeld.Load())}
+		Held: time.Duration(db.gateHeld.Load()), Pages: db.pagesWritten.Load()}
 }
 
-// enterGate takes the file's writer gate, counting whether it had to wait.
-func (db *DB) enterGate(ctx context.Context) (release func(), err error) {
+// enterGate takes the file's writer gate, counting whether it had to wait and for how long.
+func (db *DB) enterGate(ctx context.Context) (release func(), waited time.Duration, err error) {
 	if db.writers == nil {
-		return func() {}, nil
+		return func() {}, 0, nil
 	}
 	db.gateEntered.Add(1)
 	t0 := time.Now()
 	contended, err := db.writers.enter(ctx, db.replayable)
 	if contended {
+		waited = time.Since(t0)
 		db.gateContended.Add(1)
-		db.gateWaited.Add(int64(time.Since(t0)))
+		db.gateWaited.Add(int64(waited))
 	}
 	if err != nil {
-		return nil, err
+		return nil, waited, err
 	}
 	t1 := time.Now()
 	return func() {
 		db.gateHeld.Add(int64(time.Since(t1)))
 		db.writers.leave()
-	}, nil
+	}, waited, nil
 }
 
 // CompanionHandle names db's database to an event store that writes rows of other tables in its

@@ -18,6 +18,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -65,7 +66,8 @@ type DB struct {
 	replayable bool
 
 	gateEntered, gateContended atomic.Uint64
-	gateWaited, gateHeld       atomic.Int64 // nanoseconds
+	gateWaited, gateHeld       atomic.Int64  // nanoseconds
+	pagesWritten               atomic.Uint64 // SQLite: pages the write transactions wrote to the WAL
 	statements                 atomic.Uint64
 
 	pool *pgxpool.Pool // Postgres: where the connections come from
@@ -237,13 +239,23 @@ func InTx(ctx context.Context, db *DB, fn func(*sql.Tx) error) error {
 // part in it.
 type Tx struct {
 	*sql.Tx
-	conn *sql.Conn
-	db   *DB
+	conn   *sql.Conn
+	db     *DB
+	pages  uint64
+	waited time.Duration
 }
+
+// Pages is how many pages the transaction wrote to SQLite's write-ahead log, known once InConnTx
+// has returned (zero on Postgres).
+func (t *Tx) Pages() uint64 { return t.pages }
+
+// Waited is how long the transaction waited for SQLite's writer gate before it began: zero when
+// it found the writer lane free (and on Postgres, which has no gate).
+func (t *Tx) Waited() time.Duration { return t.waited }
 
 // InConnTx is InTx for callers that also bulk-load rows with Tx.CopyFrom.
 func InConnTx(ctx context.Context, db *DB, fn func(*Tx) error) error {
-	release, err := db.enterGate(ctx)
+	release, waited, err := db.enterGate(ctx)
 	if err != nil {
 		return err
 	}
@@ -253,15 +265,41 @@ func InConnTx(ctx context.Context, db *DB, fn func(*Tx) error) error {
 		return err
 	}
 	defer conn.Close()
+	db.countPages(conn, false) // what the connection wrote outside InConnTx is not this transaction's
 	tx, err := conn.BeginTx(ctx, nil)
 	if err != nil {
 		return err
 	}
-	if err := fn(&Tx{Tx: tx, conn: conn, db: db}); err != nil {
+	t := &Tx{Tx: tx, conn: conn, db: db, waited: waited}
+	if err := fn(t); err != nil {
 		_ = tx.Rollback()
+		t.pages = db.countPages(conn, true)
 		return err
 	}
-	return tx.Commit()
+	err = tx.Commit()
+	t.pages = db.countPages(conn, true)
+	return err
+}
+
+// countPages returns the pages conn wrote since it was last asked (SQLite's per-connection
+// SQLITE_DBSTATUS_CACHE_WRITE: in WAL mode, the frames a commit appends to the log, one per page
+// the transaction changed, and pages spilled before it), added to db's count when add is set.
+func (db *DB) countPages(conn *sql.Conn, add bool) (pages uint64) {
+	if db.Dialect != SQLite {
+		return 0
+	}
+	_ = conn.Raw(func(dc any) error {
+		if s, ok := dc.(sqlite.DBStatus); ok {
+			if n, _, err := s.Status(sqlite.DBStatusCacheWrite, true); err == nil && n > 0 {
+				pages = uint64(n)
+				if add {
+					db.pagesWritten.Add(pages)
+				}
+			}
+		}
+		return nil
+	})
+	return pages
 }
 
 // ErrNoCopy is returned by CopyFrom on a database without bulk copies (SQLite).
