@@ -198,11 +198,14 @@ type Status struct {
 	Processed  uint64  `json:"processed"`
 	// Batches counts the transactions that committed events' output (each with its checkpoint),
 	// and Pages the pages they wrote to SQLite's write-ahead log (zero on Postgres).
-	Batches   uint64    `json:"batches"`
-	Pages     uint64    `json:"pages"`
-	LastError string    `json:"last_error,omitempty"`
-	LastErrAt time.Time `json:"last_error_at,omitzero"`
-	Heartbeat time.Time `json:"heartbeat,omitzero"`
+	Batches uint64 `json:"batches"`
+	Pages   uint64 `json:"pages"`
+	// Window is the batch window the runner uses now (see nextWindow); zero until its first
+	// windowed batch.
+	Window    time.Duration `json:"window_ns,omitempty"`
+	LastError string        `json:"last_error,omitempty"`
+	LastErrAt time.Time     `json:"last_error_at,omitzero"`
+	Heartbeat time.Time     `json:"heartbeat,omitzero"`
 }
 
 // Runner drives one projection: the active generation (Build == 0) or a generation being built.
@@ -496,7 +499,8 @@ func (r *Runner) runOwned(ctx context.Context, l *lease, gen Generation) error {
 type pending struct {
 	evs      []eventstore.RecordedEvent
 	prepared any
-	applied  chan struct{} // closed once committed, when the subscription waits for it
+	applied  chan struct{}  // closed once committed, when the subscription waits for it
+	waited   *time.Duration // set before applied closes: how long the transaction waited for the writer lane
 }
 
 // subscribe applies the log from gen's checkpoint. While behind (large batches, rebuilds), reading
@@ -530,13 +534,14 @@ func (r *Runner) subscribe(ctx context.Context, l *lease, gen Generation) error 
 		}
 	}()
 	prep, _ := r.Projection.(Preparer)
-	window := r.batchWindow()
+	base := r.batchWindow()
+	window := base
 	err = source(r.Store, r.Projection).Subscribe(ctx, from, func(ctx context.Context, evs []eventstore.RecordedEvent) error {
 		read := time.Now()
-		windowed := window > 0 && len(evs) < windowedBelow
+		windowed := base > 0 && len(evs) < windowedBelow
 		p := pending{evs: evs}
 		if windowed {
-			p.applied = make(chan struct{})
+			p.applied, p.waited = make(chan struct{}), new(time.Duration)
 		}
 		if prep != nil {
 			if v, perr := prep.Prepare(evs); perr == nil {
@@ -561,6 +566,10 @@ func (r *Runner) subscribe(ctx context.Context, l *lease, gen Generation) error 
 		// joins the next batch instead of queueing as batches of their own.
 		select {
 		case <-p.applied:
+			r.mu.Lock()
+			window = nextWindow(window, base, *p.waited)
+			r.status.Window = window
+			r.mu.Unlock()
 			return nil
 		case <-ctx.Done():
 			return context.Cause(ctx)
@@ -572,6 +581,26 @@ func (r *Runner) subscribe(ctx context.Context, l *lease, gen Generation) error 
 		return cause
 	}
 	return err
+}
+
+// Adaptive windows. While the SQLite writer lane is contended (a batch's transaction waited at least
+// laneContended for the writer gate), each subscriber transaction costs the appends a turn of the
+// lane, and a larger batch costs fewer pages per event (a page shared by several rows is written
+// once): the window doubles after each such batch, up to maxWindowGrowth times the projection's
+// own, and halves back towards it after a batch that found the lane (nearly) free. Postgres has no
+// writer gate, so there the window stays the projection's.
+const (
+	laneContended   = 2 * time.Millisecond
+	maxWindowGrowth = 4
+)
+
+// nextWindow is the batch window after a batch whose transaction waited waited for the writer
+// lane, cur the window before it and base the projection's.
+func nextWindow(cur, base, waited time.Duration) time.Duration {
+	if waited >= laneContended {
+		return min(2*cur, maxWindowGrowth*base)
+	}
+	return max(cur/2, base)
 }
 
 // batchWindow is the projection's batch window; a generation being built reads on at once.
@@ -622,6 +651,9 @@ func (r *Runner) applyTx(ctx context.Context, l *lease, gen Generation, name str
 	}()
 	err := sqldb.InConnTx(ctx, r.DB, func(stx *sqldb.Tx) error {
 		tx = stx
+		if p.waited != nil && failed == nil {
+			*p.waited = stx.Waited()
+		}
 		projection := r.Projection.Name()
 		if r.Build != 0 {
 			projection = "" // a generation being built is not the active one

@@ -205,3 +205,107 @@ func TestBatchWindowWaitsForCommit(t *testing.T) {
 		}
 	})
 }
+
+// TestNextWindow: a batch that waited laneContended or more for the writer lane doubles the
+// window, up to maxWindowGrowth times the projection's; one that found the lane free halves it,
+// never below the projection's.
+func TestNextWindow(t *testing.T) {
+	t.Parallel()
+	const base = 5 * time.Millisecond
+	for _, c := range []struct {
+		cur, waited, want time.Duration
+	}{
+		{base, 0, base},
+		{base, laneContended - 1, base},
+		{base, laneContended, 2 * base},
+		{2 * base, time.Second, 4 * base},
+		{4 * base, time.Second, 4 * base},
+		{4 * base, 0, 2 * base},
+		{2 * base, time.Microsecond, base},
+	} {
+		if got := nextWindow(c.cur, base, c.waited); got != c.want {
+			t.Errorf("nextWindow(%v, %v, waited %v) = %v, want %v", c.cur, base, c.waited, got, c.want)
+		}
+	}
+}
+
+// TestBatchWindowGrowsWhileLaneContended: after a batch whose transaction waited for the SQLite
+// writer lane (held by another writer), the runner waits out a doubled window before reading its
+// next batch, and after a batch that found the lane free, its own window again. Postgres has no
+// writer lane: the window stays the projection's.
+func TestBatchWindowGrowsWhileLaneContended(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, db *sqldb.DB) {
+		tb := newBundle(t, db)
+		p := &probe{}
+		const window = time.Hour // the waits are recorded, not slept: elapsed time is negligible beside it
+		var mu sync.Mutex
+		var waits []time.Duration
+		r := &Runner{Store: tb.store, DB: db, Projection: windowed{p, window}, pause: func(_ context.Context, d time.Duration) error {
+			mu.Lock()
+			waits = append(waits, d)
+			mu.Unlock()
+			return nil
+		}}
+		if err := r.Setup(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		run(t, r)
+		tb.append(t, "inquiry-a", "first") // lane free
+		waitHead(t, r, tb.store)
+
+		// Hold the lane while the next batch begins its transaction.
+		entered, release, held := make(chan struct{}), make(chan struct{}), make(chan error, 1)
+		go func() {
+			held <- sqldb.InConnTx(t.Context(), db, func(*sqldb.Tx) error {
+				close(entered)
+				<-release
+				return nil
+			})
+		}()
+		<-entered
+		g0 := db.GateStats()
+		tb.append(t, "inquiry-b", "second")
+		if db.Dialect == sqldb.SQLite {
+			deadline := time.Now().Add(20 * time.Second)
+			for db.GateStats().Entered == g0.Entered { // the batch queued for the gate
+				if time.Now().After(deadline) {
+					t.Fatal("the runner's batch never asked for the writer lane")
+				}
+				time.Sleep(time.Millisecond)
+			}
+			time.Sleep(laneContended) // it waits at least this long
+		}
+		close(release)
+		if err := <-held; err != nil {
+			t.Fatal(err)
+		}
+		waitHead(t, r, tb.store)
+		tb.append(t, "inquiry-c", "third") // lane free again
+		waitHead(t, r, tb.store)
+		tb.append(t, "inquiry-d", "fourth")
+		waitHead(t, r, tb.store)
+
+		// A batch's window is waited out before its transaction: batch 3's is the one after the
+		// contended batch 2, batch 4's the one after batch 3 found the lane free.
+		mu.Lock()
+		got := slices.Clone(waits)
+		mu.Unlock()
+		if len(got) != 4 {
+			t.Fatalf("window waits %v, want one per batch (4)", got)
+		}
+		wantGrown := window
+		if db.Dialect == sqldb.SQLite {
+			wantGrown = 2 * window
+		}
+		if got[2] <= wantGrown-time.Minute || got[2] > wantGrown {
+			t.Fatalf("after the batch that waited for the lane, the runner waited out %v; want %v", got[2], wantGrown)
+		}
+		if got[3] <= window-time.Minute || got[3] > window {
+			t.Fatalf("after a batch on a free lane, the runner waited out %v; want %v", got[3], window)
+		}
+		if s := r.Status(); s.Batches != 4 || (db.Dialect == sqldb.SQLite) != (s.Pages > 0) {
+			t.Fatalf("status counts %d batches and %d pages; want 4 batches, pages only on SQLite", s.Batches, s.Pages)
+		}
+	})
+}
