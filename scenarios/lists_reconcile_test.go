@@ -3,6 +3,7 @@ package scenarios
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/casebook/casebook/adapters/slack/fakeslack"
 	"github.com/casebook/casebook/app/apptest"
@@ -33,6 +34,9 @@ func TestListReconcileCLI(t *testing.T) {
 		}
 	}
 	id := firstInquiryID(t, srv, ten.Token) // the query model has all three
+	// So has the List intents subscriber (its batch window may be longer than the query model's):
+	// inquiries it applies after the activation below get their rows from the server instead.
+	waitApplied(t, dir, "listintents")
 	var cfg map[string]any
 	cli(t, dir, &cfg, "lists", "activate", "--tenant", "acme", "--list", li.ID, "--clearance", "internal")
 
@@ -91,5 +95,28 @@ func TestListReconcileCLI(t *testing.T) {
 	rows, _ := slack["lists"].([]any)
 	if len(rows) != 1 || rows[0].(map[string]any)["state"] != "synced" || rows[0].(map[string]any)["row_id"] == "" || slack["state"] == nil {
 		t.Fatalf("slack block = %v", slack)
+	}
+}
+
+// waitApplied polls (bounded) until the subscriber named name has applied the whole log, as
+// `casebook projections list` reads its checkpoint.
+func waitApplied(t *testing.T, dir, name string) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		var out []struct {
+			Name      string `json:"name"`
+			LagEvents int64  `json:"lag_events"`
+		}
+		cli(t, dir, &out, "projections", "list")
+		for _, d := range out {
+			if d.Name == name && d.LagEvents == 0 {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s has not applied the log: %+v", name, out)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
