@@ -21,9 +21,15 @@ type batchRig struct {
 
 func newBatchRig(t *testing.T, db *sqldb.DB) *batchRig {
 	t.Helper()
+	return newBatchRigOf(t, db, countProjection{})
+}
+
+// newBatchRigOf is newBatchRig with projection p (whose tables are countProjection's).
+func newBatchRigOf(t *testing.T, db *sqldb.DB, p Projection) *batchRig {
+	t.Helper()
 	rig := &batchRig{tb: newBundle(t, db), now: time.Unix(1_800_000_000, 0)}
 	clock := func() time.Time { return rig.now }
-	rig.r = &Runner{Store: rig.tb.store, DB: db, Projection: countProjection{}, Owner: "a", LeaseTTL: 30 * time.Second, Now: clock}
+	rig.r = &Runner{Store: rig.tb.store, DB: db, Projection: p, Owner: "a", LeaseTTL: 30 * time.Second, Now: clock}
 	if err := rig.r.Setup(t.Context()); err != nil {
 		t.Fatal(err)
 	}

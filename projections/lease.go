@@ -14,9 +14,9 @@ var ErrLeaseLost = errors.New("projection lease lost")
 
 // lease gives one replica at a time the right to run a generation of a subscriber. The owner renews
 // it every TTL/3, and a batch renews it too when TTL/3 has passed since the last renewal. Every
-// batch's transaction holds the lease row (beginBatch: share-locked on Postgres, the write lock on
-// SQLite) and commits nothing unless this replica owns it, so a takeover waits for a running batch
-// and a paused former owner can never commit output (fencing). A dead owner's lease expires after
+// batch's transaction holds the checkpoint's lock (beginBatch: an advisory lock on Postgres, which
+// acquire takes too; the write lock on SQLite) and commits nothing unless this replica owns it, so
+// a takeover waits for a running batch and a paused former owner can never commit output (fencing). A dead owner's lease expires after
 // TTL. Expiry compares the replicas' clocks, so they must be in sync well within TTL.
 type lease struct {
 	db    *sqldb.DB
@@ -29,13 +29,16 @@ type lease struct {
 	renewed time.Time // when the last committed renewal started
 }
 
-// acquire takes or renews the lease; it reports whether this replica holds it.
+// acquire takes or renews the lease; it reports whether this replica holds it. On Postgres it
+// first takes the checkpoint's advisory lock, so it waits for a running batch (see batchBeginFunc).
 func (l *lease) acquire(ctx context.Context) (bool, error) {
 	now := l.now()
-	res, err := l.db.ExecContext(ctx, l.db.Rebind(`INSERT INTO projection_leases (name, owner, expires_at) VALUES (?, ?, ?)
-		ON CONFLICT (name) DO UPDATE SET owner = excluded.owner, expires_at = excluded.expires_at
-		WHERE projection_leases.owner = excluded.owner OR projection_leases.expires_at < ?`),
-		l.name, l.owner, now.Add(l.ttl).UnixNano(), now.UnixNano())
+	query := l.db.Rebind(`INSERT INTO projection_leases (name, owner, expires_at) VALUES (?, ?, ?)` + leaseUpsert + `?`)
+	if l.db.Dialect == sqldb.Postgres {
+		query = `WITH fence AS (SELECT ` + checkpointLock + `)
+		INSERT INTO projection_leases (name, owner, expires_at) SELECT $1, $2::text, $3::bigint FROM fence` + leaseUpsert + `$4`
+	}
+	res, err := l.db.ExecContext(ctx, query, l.name, l.owner, now.Add(l.ttl).UnixNano(), now.UnixNano())
 	if err != nil {
 		return false, err
 	}
@@ -45,6 +48,10 @@ func (l *lease) acquire(ctx context.Context) (bool, error) {
 	}
 	return n == 1, err
 }
+
+const leaseUpsert = `
+	ON CONFLICT (name) DO UPDATE SET owner = excluded.owner, expires_at = excluded.expires_at
+	WHERE projection_leases.owner = excluded.owner OR projection_leases.expires_at < `
 
 // renewal returns the expiry a batch starting at now should renew the lease to, or 0 when the last
 // renewal is recent (less than TTL/3 ago) and the batch only checks the lease.

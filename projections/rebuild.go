@@ -204,6 +204,9 @@ func switchTo(ctx context.Context, db *sqldb.DB, p Projection, gen Generation, n
 		if err := lockState(ctx, db, tx); err != nil {
 			return err
 		}
+		if err := lockGeneration(ctx, db, tx, p.Name()); err != nil {
+			return err
+		}
 		cur, err := readState(ctx, db, tx, p.Name())
 		if err != nil {
 			return err

@@ -50,15 +50,15 @@ CREATE TABLE IF NOT EXISTS effect_intents (
 	tenant_id  TEXT   NOT NULL,
 	payload    TEXT   NOT NULL,
 	created_at BIGINT NOT NULL
-)`}, {Version: 2, Postgres: strings.ReplaceAll(batchBeginFunc, ";\n", "; \n")}}
+)`}, {Version: 2, Postgres: strings.ReplaceAll(batchBeginFuncV2, ";\n", "; \n")},
+	{Version: 3, Postgres: strings.ReplaceAll(batchBeginFunc, ";\n", "; \n")}}
 
-// batchBeginFunc is what a subscriber's batch transaction does on Postgres before applying, in one
-// round trip and in this order, each statement with a fresh snapshot (the function is volatile) as
-// if sent one by one: lock the checkpoint row (created if missing), then check the lease (renewing
-// it when p_renew_until is set) holding its row until commit, then read the active generation
-// (share-locked) and the parked streams (a JSON array, NULL when none). Migrate splits scripts at
-// ";\n", hence the replacement above.
-const batchBeginFunc = `
+// batchBeginFuncV2 locked the checkpoint, lease and generation rows. Row locks give the
+// transaction an id at once, and on Postgres every event appended after that id was taken is held
+// from every reader until the transaction ends (see eventstore/postgres): under load some batch
+// was always open, so the log's visible end lagged by a batch's whole duration. Version 3 fences
+// with advisory locks, which take no transaction id.
+const batchBeginFuncV2 = `
 CREATE OR REPLACE FUNCTION projection_batch_begin(p_name text, p_owner text, p_projection text,
 	p_renew_until bigint, p_async boolean, OUT o_owned boolean, OUT o_gen bigint, OUT o_parked text)
 LANGUAGE plpgsql VOLATILE AS $$
@@ -83,6 +83,55 @@ BEGIN
 	END IF;
 	IF p_projection <> '' THEN
 		SELECT s.active_gen INTO o_gen FROM projection_state s WHERE s.name = p_projection FOR SHARE;
+	END IF;
+	SELECT json_agg(k.stream)::text INTO o_parked FROM projection_parked k WHERE k.checkpoint = p_name;
+END
+$$`
+
+// Advisory locks on Postgres have two keys: a class, 734511 for a checkpoint and its lease
+// (batches, lease acquires, Retry) or 734512 for a projection's active generation (batches
+// shared, switches), and hashtext of the schema and name. Two-key advisory locks never collide
+// with one-key ones (lockState, Migrate's).
+
+// checkpointLock is the SQL that takes the transaction-level advisory lock of checkpoint $1.
+const checkpointLock = `pg_advisory_xact_lock(734511, hashtext(current_schema() || '.' || $1::text))`
+
+// batchBeginFunc is what a subscriber's batch transaction does on Postgres before applying, in one
+// round trip and in this order, each statement with a fresh snapshot (the function is volatile) as
+// if sent one by one: take the checkpoint's advisory lock, then check the lease (renewing it when
+// p_renew_until is set), then take the projection's generation lock shared and read the active
+// generation, then the parked streams (a JSON array, NULL when none). Migrate splits scripts at
+// ";\n", hence the replacement above.
+//
+// The locks are advisory, held until the transaction ends, and assign no transaction id, so unless
+// it renews the lease the batch gets an id only at its first output write, shortly before its
+// commit: until then the events appended meanwhile stay readable. Fencing stays exact: a lease
+// acquire takes the checkpoint lock too (lease.acquire), so a takeover waits for a running batch,
+// and a batch that starts after it reads the new owner and commits nothing; a generation switch
+// takes the generation lock (switchTo), so it waits for running batches, and later ones read the
+// new generation. Each lock is taken before the statement that reads what it guards, whose
+// snapshot therefore includes every commit that released the lock.
+const batchBeginFunc = `
+CREATE OR REPLACE FUNCTION projection_batch_begin(p_name text, p_owner text, p_projection text,
+	p_renew_until bigint, p_async boolean, OUT o_owned boolean, OUT o_gen bigint, OUT o_parked text)
+LANGUAGE plpgsql VOLATILE AS $$
+BEGIN
+	IF p_async THEN
+		PERFORM set_config('synchronous_commit', 'off', true);
+	END IF;
+	PERFORM pg_advisory_xact_lock(734511, hashtext(current_schema() || '.' || p_name));
+	IF p_renew_until IS NULL THEN
+		PERFORM 1 FROM projection_leases WHERE name = p_name AND owner = p_owner;
+	ELSE
+		UPDATE projection_leases SET expires_at = p_renew_until WHERE name = p_name AND owner = p_owner;
+	END IF;
+	o_owned := FOUND;
+	IF NOT o_owned THEN
+		RETURN;
+	END IF;
+	IF p_projection <> '' THEN
+		PERFORM pg_advisory_xact_lock_shared(734512, hashtext(current_schema() || '.' || p_projection));
+		SELECT s.active_gen INTO o_gen FROM projection_state s WHERE s.name = p_projection;
 	END IF;
 	SELECT json_agg(k.stream)::text INTO o_parked FROM projection_parked k WHERE k.checkpoint = p_name;
 END
@@ -113,17 +162,17 @@ func saveCheckpoint(ctx context.Context, db *sqldb.DB, tx sqldb.Querier, name st
 }
 
 // lockCheckpoint serializes the transactions that move a checkpoint or touch its parked streams.
-// SQLite transactions are already serialized (BEGIN IMMEDIATE); on Postgres the checkpoint row is
-// created if needed and locked.
+// SQLite transactions are already serialized (BEGIN IMMEDIATE); on Postgres it takes the
+// checkpoint's advisory lock, as a batch does, and creates the checkpoint row if needed.
 func lockCheckpoint(ctx context.Context, db *sqldb.DB, tx sqldb.Querier, name string) error {
 	if db.Dialect != sqldb.Postgres {
 		return nil
 	}
-	if _, err := tx.ExecContext(ctx, `INSERT INTO projection_checkpoints (name, commit_pos, prepare_pos, updated_at)
-		VALUES ($1, 0, 0, 0) ON CONFLICT (name) DO NOTHING`, name); err != nil {
+	if _, err := tx.ExecContext(ctx, `SELECT `+checkpointLock, name); err != nil {
 		return err
 	}
-	_, err := tx.ExecContext(ctx, `SELECT 1 FROM projection_checkpoints WHERE name = $1 FOR UPDATE`, name)
+	_, err := tx.ExecContext(ctx, `INSERT INTO projection_checkpoints (name, commit_pos, prepare_pos, updated_at)
+		VALUES ($1, 0, 0, 0) ON CONFLICT (name) DO NOTHING`, name)
 	return err
 }
 
@@ -163,6 +212,17 @@ func lockState(ctx context.Context, db *sqldb.DB, tx *sql.Tx) error {
 		return nil
 	}
 	_, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(7345110022)`)
+	return err
+}
+
+// lockGeneration waits for the running batches of projection and keeps new ones from starting
+// until tx ends (they take the lock shared in projection_batch_begin): taken before the active
+// generation changes.
+func lockGeneration(ctx context.Context, db *sqldb.DB, tx *sql.Tx, projection string) error {
+	if db.Dialect != sqldb.Postgres {
+		return nil
+	}
+	_, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(734512, hashtext(current_schema() || '.' || $1::text))`, projection)
 	return err
 }
 
