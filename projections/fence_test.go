@@ -54,12 +54,17 @@ func batchXid(ctx context.Context, b *Batch) (string, error) {
 // TestBatchTakesNoTransactionIDBeforeItsOutput: on Postgres a subscriber batch's bookkeeping
 // (checkpoint lock, lease check, generation, parked streams) assigns its transaction no id, so
 // the events appended while it applies are not held from readers until it commits (see
-// eventstore/postgres): it gets one only with its first output write.
+// eventstore/postgres): it gets one only with its first output write. A live batch commits
+// asynchronously (synchronous_commit off: see applyTx), so that id is released sooner.
 func TestBatchTakesNoTransactionIDBeforeItsOutput(t *testing.T) {
 	t.Parallel()
-	var before, after string
+	var before, after, syncCommit string
 	p := hookProjection{
-		before: func(ctx context.Context, b *Batch) (err error) {
+		before: func(ctx context.Context, b *Batch) error {
+			if err := b.Tx.QueryRowContext(ctx, `SHOW synchronous_commit`).Scan(&syncCommit); err != nil {
+				return err
+			}
+			var err error
 			before, err = batchXid(ctx, b)
 			return err
 		},
@@ -76,6 +81,9 @@ func TestBatchTakesNoTransactionIDBeforeItsOutput(t *testing.T) {
 		}
 		if before != "" || after == "" {
 			t.Fatalf("batch %d: transaction id %q before its output, %q after; want none, then one", i, before, after)
+		}
+		if syncCommit != "off" {
+			t.Fatalf("batch %d: synchronous_commit = %s, want off", i, syncCommit)
 		}
 	}
 }

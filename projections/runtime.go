@@ -658,9 +658,17 @@ func (r *Runner) applyTx(ctx context.Context, l *lease, gen Generation, name str
 		if r.Build != 0 {
 			projection = "" // a generation being built is not the active one
 		}
-		// A generation being built serves nobody and its output and checkpoint commit atomically
-		// (async): a crash may lose the last batches, which the rebuild then replays.
-		st, err := beginBatch(ctx, r.DB, stx, name, l.owner, projection, renew, r.Build != 0)
+		// Asynchronous commit (Postgres; SQLite's subscribers write through a synchronous=NORMAL
+		// handle for the same reason): a batch's output and checkpoint commit atomically and in
+		// order, so a crash loses at most the last batches, output and checkpoint together, and
+		// they replay from the log. A batch writes only such replayable rows: projection tables,
+		// desired versions, effect intents and effect jobs (River, unique by their arguments). What
+		// records an outside action (the Slack attempt ledger's claim before a call, a job's fetch)
+		// is written by the effect workers in their own transactions, committed synchronously; such
+		// a commit flushes the WAL up to its own record, so it makes every batch committed before
+		// it durable too. The commit then does not wait for the WAL flush, so the batch's transaction id, which
+		// holds back the events appended after it from every reader, is released sooner.
+		st, err := beginBatch(ctx, r.DB, stx, name, l.owner, projection, renew, true)
 		if err != nil {
 			return err
 		}
