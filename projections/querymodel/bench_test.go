@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"syscall"
@@ -64,7 +65,8 @@ func syntheticLog(n int, fn func(stream string, rev uint64, id, typ string, data
 }
 
 // BenchmarkRebuild reports query-model rebuild speed (events/s) over a synthetic log, on the
-// embedded store and on Postgres. Loading the log is not timed.
+// embedded store and on Postgres. Loading the log is not timed. CASEBOOK_BENCH_CPUPROFILE=F writes
+// a CPU profile of the rebuild alone to F.
 func BenchmarkRebuild(b *testing.B) {
 	n := benchEvents()
 	b.Run("sqlite", func(b *testing.B) {
@@ -141,6 +143,17 @@ func rebuild(b *testing.B, store eventstore.Store, db *sqldb.DB, n int) {
 	p := querymodel.New()
 	if err := projections.Migrate(ctx, db); err != nil {
 		b.Fatal(err)
+	}
+	if f := os.Getenv("CASEBOOK_BENCH_CPUPROFILE"); f != "" {
+		// Only the rebuild, not the load (go test's -cpuprofile covers both).
+		out, err := os.Create(f)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := pprof.StartCPUProfile(out); err != nil {
+			b.Fatal(err)
+		}
+		defer func() { pprof.StopCPUProfile(); _ = out.Close() }()
 	}
 	w0, c0 := procIO(), cpuNow()
 	b.ResetTimer()
