@@ -197,8 +197,12 @@ func VisibleHead(ctx context.Context, s Store) (Position, error) {
 	return s.Head(ctx)
 }
 
-// Counter is implemented by stores that can count the events after a position cheaply; subscribers
-// use it to report their lag in events.
+// Counter is implemented by stores that count the events after a position from their sequence:
+// one index probe (the log's end), never a scan of the events, so subscribers can report their lag
+// in events while millions are behind. The count is never below the number of events after from:
+// it is exact where the sequence skips no number (SQLite: an append that rolls back gives its
+// numbers to the next one, and no event is ever deleted), and over by the numbers skipped where
+// rolled-back appends leave gaps (Postgres). eventstoretest's Features.Count says which.
 type Counter interface {
 	CountAfter(ctx context.Context, from Position) (uint64, error)
 }

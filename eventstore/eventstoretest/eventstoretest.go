@@ -28,7 +28,19 @@ type Features struct {
 	// SubscribeBatch is the most events one Subscribe delivery carries; when set, the suite
 	// subscribes to a log of more than two batches (the catching-up path).
 	SubscribeBatch int
+	// Count is what the backend's eventstore.Counter promises, NoCount when it is not one.
+	Count Count
 }
+
+// Count is how exactly a backend counts the events after a position (eventstore.Counter).
+type Count int
+
+// The kinds of counts.
+const (
+	NoCount      Count = iota // the store is not an eventstore.Counter
+	CountExact                // CountAfter is the number of events after the position
+	CountAtLeast              // CountAfter may be over by the sequence numbers rolled-back appends skipped
+)
 
 // Factory returns a fresh, empty store. The suite closes it.
 type Factory func(t *testing.T) eventstore.Store
@@ -56,6 +68,7 @@ func Exercise(t *testing.T, newStore Factory, f Features) {
 		{"SubscribeStopsOnHandlerError", testSubscribeHandlerError},
 		{"SubscribeCatchUpOverBatches", testSubscribeOverBatches},
 		{"Head", testHead},
+		{"CountAfter", testCountAfter},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -504,4 +517,56 @@ func testHead(t *testing.T, s eventstore.Store, _ Features) {
 	if err != nil || h != r.Position {
 		t.Fatalf("head = %v (%v), want %v", h, err, r.Position)
 	}
+}
+
+// testCountAfter counts after every position of a log that rejected appends along the way: a
+// stale condition, a batch whose last event reuses an id (its first events were inserted before
+// the refusal, on backends that check ids), and concurrent appends of which one wins.
+func testCountAfter(t *testing.T, s eventstore.Store, f Features) {
+	c, ok := s.(eventstore.Counter)
+	if ok != (f.Count != NoCount) {
+		t.Fatalf("store is a Counter: %v; Features.Count = %d", ok, f.Count)
+	}
+	if !ok {
+		return
+	}
+	check := func(when string) {
+		t.Helper()
+		all, err := s.ReadAll(ctx(t), eventstore.Start, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		positions := []eventstore.Position{eventstore.Start}
+		for _, e := range all {
+			positions = append(positions, e.Position)
+		}
+		for i, p := range positions {
+			got, err := c.CountAfter(ctx(t), p)
+			if err != nil {
+				t.Fatalf("%s: count after %v: %v", when, p, err)
+			}
+			want := uint64(len(positions) - 1 - i)
+			if got < want || (f.Count == CountExact && got != want) {
+				t.Fatalf("%s: %d events after %v, counted %d (exact: %v)", when, want, p, got, f.Count == CountExact)
+			}
+		}
+	}
+	check("empty log")
+	mustAppend(t, s, "s-1", eventstore.NoStream(), Events("a", 3))
+	if _, err := s.Append(ctx(t), "s-1", eventstore.Exact(0), Events("stale", 2)); !errors.Is(err, eventstore.ErrConcurrency) {
+		t.Fatalf("stale append: %v, want ErrConcurrency", err)
+	}
+	reused := append(Events("fresh", 2), Events("a", 1)...)
+	if _, err := s.Append(ctx(t), "s-2", eventstore.NoStream(), reused); err == nil && !f.IdempotentByPosition {
+		t.Fatal("batch reusing an event id accepted")
+	}
+	check("after refused appends")
+	mustAppend(t, s, "s-3", eventstore.NoStream(), Events("b", 2))
+	var wg sync.WaitGroup
+	for i := range f.ConcurrentWriters {
+		wg.Go(func() { _, _ = s.Append(ctx(t), "s-3", eventstore.Exact(1), Events(fmt.Sprint("w", i), 2)) })
+	}
+	wg.Wait()
+	mustAppend(t, s, "s-4", eventstore.NoStream(), Events("c", 1))
+	check("after concurrent appends")
 }

@@ -41,7 +41,7 @@ func TestConformance(t *testing.T) {
 	t.Parallel()
 	eventstoretest.Exercise(t, func(t *testing.T) eventstore.Store {
 		return newStore(t, newPool(t), postgres.Options{})
-	}, eventstoretest.Features{SubscribeBatch: postgres.SubscribeBatch})
+	}, eventstoretest.Features{SubscribeBatch: postgres.SubscribeBatch, Count: eventstoretest.CountAtLeast})
 }
 
 func TestDuplicateEventIDIsNotConcurrency(t *testing.T) {

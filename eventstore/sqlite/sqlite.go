@@ -239,11 +239,16 @@ func (s *Store) Head(ctx context.Context) (eventstore.Position, error) {
 	return pos(seq.Int64), nil
 }
 
-// CountAfter implements eventstore.Counter.
+// CountAfter implements eventstore.Counter, exactly: the distance from from to the head. The
+// sequence (seq, the rowid with AUTOINCREMENT) skips no number: an append that rolls back (a failed
+// condition, a duplicate id, a failed commit) undoes its rows and its sqlite_sequence update
+// alike, so the next append takes the same numbers, and no event is ever deleted.
 func (s *Store) CountAfter(ctx context.Context, from eventstore.Position) (uint64, error) {
-	var n uint64
-	err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM events WHERE seq > ?`, from.Commit).Scan(&n)
-	return n, err
+	h, err := s.Head(ctx)
+	if err != nil || h.Commit <= from.Commit {
+		return 0, err
+	}
+	return h.Commit - from.Commit, nil
 }
 
 // SubscribeBatch is how many events one Subscribe delivery carries at most.

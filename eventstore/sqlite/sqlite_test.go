@@ -27,7 +27,7 @@ func TestConformance(t *testing.T) {
 			t.Fatal(err)
 		}
 		return s
-	}, eventstoretest.Features{SubscribeBatch: sqlite.SubscribeBatch})
+	}, eventstoretest.Features{SubscribeBatch: sqlite.SubscribeBatch, Count: eventstoretest.CountExact})
 }
 
 // TestAppendsQueuedTogetherCommitOnce: appends that queue while the writer is busy commit in one
@@ -104,6 +104,37 @@ func TestAppendsQueuedTogetherCommitOnce(t *testing.T) {
 		evs, err := s.ReadStream(ctx, stream, 0, 0)
 		if err != nil || len(evs) != want {
 			t.Errorf("stream %s holds %d events (%v), want %d", stream, len(evs), err, want)
+		}
+	}
+}
+
+// TestCountAfterReadsTheSequence: CountAfter is the sequence's distance to the head, one probe of
+// the primary key, not a count of rows (which scanned the backlog every StatsInterval while a
+// subscriber was behind). Casebook never deletes an event; the row deleted here behind the
+// store's back only shows which of the two CountAfter reads.
+func TestCountAfterReadsTheSequence(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	db, err := sqldb.OpenSQLite(filepath.Join(t.TempDir(), "casebook.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	s, err := sqlite.New(ctx, db, sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := s.Append(ctx, "s", eventstore.NoStream(), eventstoretest.Events("e", 5))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.ExecContext(ctx, `DELETE FROM events WHERE seq = ?`, res.Position.Commit-2); err != nil {
+		t.Fatal(err)
+	}
+	for after, want := range map[uint64]uint64{0: 5, 1: 4, res.Position.Commit: 0, res.Position.Commit + 3: 0} {
+		n, err := s.CountAfter(ctx, eventstore.Position{Commit: after, Prepare: after})
+		if err != nil || n != want {
+			t.Errorf("CountAfter(%d) = %d, %v; want %d (the sequence distance)", after, n, err, want)
 		}
 	}
 }
