@@ -302,6 +302,28 @@ func (db *DB) countPages(conn *sql.Conn, add bool) (pages uint64) {
 	return pages
 }
 
+// PagesRead reports how many database pages the transaction's SQLite connection has fetched since
+// it opened, from its page cache or from the file: the work its statements did, which depends on
+// neither the machine's speed nor its load, for tests that compare statements. It fails on Postgres.
+func (t *Tx) PagesRead() (int64, error) {
+	var n int64
+	err := t.conn.Raw(func(dc any) error {
+		s, ok := dc.(sqlite.DBStatus)
+		if !ok {
+			return fmt.Errorf("sqldb: pages read: %T is not a SQLite connection", dc)
+		}
+		for _, op := range []sqlite.DBStatusOp{sqlite.DBStatusCacheHit, sqlite.DBStatusCacheMiss} {
+			v, _, err := s.Status(op, false)
+			if err != nil {
+				return err
+			}
+			n += int64(v)
+		}
+		return nil
+	})
+	return n, err
+}
+
 // ErrNoCopy is returned by CopyFrom on a database without bulk copies (SQLite).
 var ErrNoCopy = errors.New("sqldb: bulk copy needs Postgres")
 

@@ -3,6 +3,7 @@ package sqldb_test
 import (
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -147,6 +148,53 @@ func TestStatementsAndGateHeld(t *testing.T) {
 		}
 		if g.Entered-g0.Entered != 1 || g.Held <= g0.Held {
 			t.Fatalf("gate stats %+v after %+v: want one more write transaction and more time held", g, g0)
+		}
+	})
+}
+
+// TestPagesRead: a scan of a table fetches each of its pages, a probe of its primary key a path
+// from the root; PagesRead counts both on SQLite and refuses Postgres.
+func TestPagesRead(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *sqldb.DB) {
+		ctx := t.Context()
+		if _, err := db.ExecContext(ctx, `CREATE TABLE paged (k BIGINT PRIMARY KEY, v TEXT NOT NULL)`); err != nil {
+			t.Fatal(err)
+		}
+		err := sqldb.InConnTx(ctx, db, func(tx *sqldb.Tx) error {
+			for k := range 2000 {
+				if _, err := tx.ExecContext(ctx, db.Rebind(`INSERT INTO paged (k, v) VALUES (?, ?)`), k, strings.Repeat("x", 200)); err != nil {
+					return err
+				}
+			}
+			p0, err := tx.PagesRead()
+			if db.Dialect == sqldb.Postgres {
+				if err == nil {
+					t.Error("PagesRead on Postgres: no error")
+				}
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			var n int
+			if err := tx.QueryRowContext(ctx, `SELECT count(v) FROM paged`).Scan(&n); err != nil {
+				return err
+			}
+			p1, _ := tx.PagesRead()
+			var v string
+			if err := tx.QueryRowContext(ctx, `SELECT v FROM paged WHERE k = 1000`).Scan(&v); err != nil {
+				return err
+			}
+			p2, _ := tx.PagesRead()
+			// 2,000 rows of 200 bytes fill about 100 pages of 4 KiB; a probe reads the 2 levels of the
+			// tree and at most a page or two of bookkeeping.
+			if scan, probe := p1-p0, p2-p1; scan < 100 || probe < 2 || probe > 4 {
+				t.Errorf("pages read: %d by the scan, %d by the probe; want at least 100 and 2 to 4", scan, probe)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
 		}
 	})
 }

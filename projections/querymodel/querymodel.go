@@ -498,29 +498,20 @@ func load(ctx context.Context, b *projections.Batch, table string, keys, skip ma
 				ON tenant_id = k.t AND id = k.i`
 			args = []any{tenants, ids}
 		} else {
-			// tenant IN (…) AND id IN (…) seeks the primary key; extra rows of the cross product
-			// (another tenant with the same id) are dropped by loadChunk.
-			// Both lists are padded to a power of two by repeating their last value, so the
-			// statement's text takes few forms and stays prepared (see sizeClass).
-			distinct := map[string]bool{}
-			for _, t := range tenants {
-				if !distinct[t] {
-					distinct[t] = true
-					args = append(args, t)
-				}
+			// One primary-key probe per key: the keys are a constant list that the statement walks
+			// (a co-routine, CROSS JOIN keeps it outside), each joined to its row. The list is padded
+			// to a power of two with NULL keys, which match nothing and are not probed, so the text
+			// takes few forms and stays prepared (see sizeClass).
+			n := sizeClass(len(part))
+			args = make([]any, 0, 2*n)
+			for j := range part {
+				args = append(args, tenants[j], ids[j])
 			}
-			nt := len(args)
-			for len(args) < sizeClass(nt) {
-				args = append(args, args[nt-1])
+			for len(args) < 2*n {
+				args = append(args, nil, nil)
 			}
-			nt = len(args)
-			for _, id := range ids {
-				args = append(args, id)
-			}
-			for len(args)-nt < sizeClass(len(ids)) {
-				args = append(args, ids[len(ids)-1])
-			}
-			q = `SELECT ` + inquiryCols + ` FROM ` + table + ` WHERE tenant_id IN (` + marks(nt) + `) AND id IN (` + marks(len(args)-nt) + `)`
+			q = `SELECT ` + inquiryCols + ` FROM (VALUES ` + strings.TrimSuffix(strings.Repeat("(?, ?), ", n), ", ") + `) AS k
+				CROSS JOIN ` + table + ` ON tenant_id = k.column1 AND id = k.column2`
 		}
 		if err := loadChunk(ctx, b, q, args, keys, out); err != nil {
 			return nil, err
@@ -715,8 +706,6 @@ func insertTimeline(ctx context.Context, b *projections.Batch, table string, row
 	}
 	return b.ExecRows(ctx, `INSERT INTO `+table+` (tenant_id, inquiry_id, version, type, actor, occurred_at, data, command_id)`, "", 8, args)
 }
-
-func marks(n int) string { return strings.TrimSuffix(strings.Repeat("?, ", n), ", ") }
 
 // CommandRef is the timeline's reference to the command that appended an event: a digest of the
 // command id, which may hold an idempotency key and NUL separators (Postgres text refuses NUL). The
