@@ -587,7 +587,9 @@ func (r *Runner) subscribe(ctx context.Context, l *lease, gen Generation) error 
 // laneContended for the writer gate), each subscriber transaction costs the appends a turn of the
 // lane, and a larger batch costs fewer pages per event (a page shared by several rows is written
 // once): the window doubles after each such batch, up to maxWindowGrowth times the projection's
-// own, and halves back towards it after a batch that found the lane (nearly) free. Postgres has no
+// own, and halves back towards it after a batch that found the lane (nearly) free. A window shorter
+// than DefaultBatchWindow (the query model's and the portal index's: reads wait for them) grows to
+// at most twice its own, so that an acknowledged intake stays quickly visible. Postgres has no
 // writer gate, so there the window stays the projection's.
 const (
 	laneContended   = 2 * time.Millisecond
@@ -598,7 +600,11 @@ const (
 // lane, cur the window before it and base the projection's.
 func nextWindow(cur, base, waited time.Duration) time.Duration {
 	if waited >= laneContended {
-		return min(2*cur, maxWindowGrowth*base)
+		growth := time.Duration(maxWindowGrowth)
+		if base < DefaultBatchWindow {
+			growth = 2
+		}
+		return min(2*cur, growth*base)
 	}
 	return max(cur/2, base)
 }

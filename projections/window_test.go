@@ -207,24 +207,28 @@ func TestBatchWindowWaitsForCommit(t *testing.T) {
 }
 
 // TestNextWindow: a batch that waited laneContended or more for the writer lane doubles the
-// window, up to maxWindowGrowth times the projection's; one that found the lane free halves it,
-// never below the projection's.
+// window, up to maxWindowGrowth times the projection's (twice, for a window shorter than
+// DefaultBatchWindow); one that found the lane free halves it, never below the projection's.
 func TestNextWindow(t *testing.T) {
 	t.Parallel()
-	const base = 5 * time.Millisecond
+	const base = DefaultBatchWindow
+	const short = 5 * time.Millisecond
 	for _, c := range []struct {
-		cur, waited, want time.Duration
+		cur, base, waited, want time.Duration
 	}{
-		{base, 0, base},
-		{base, laneContended - 1, base},
-		{base, laneContended, 2 * base},
-		{2 * base, time.Second, 4 * base},
-		{4 * base, time.Second, 4 * base},
-		{4 * base, 0, 2 * base},
-		{2 * base, time.Microsecond, base},
+		{base, base, 0, base},
+		{base, base, laneContended - 1, base},
+		{base, base, laneContended, 2 * base},
+		{2 * base, base, time.Second, 4 * base},
+		{4 * base, base, time.Second, 4 * base},
+		{4 * base, base, 0, 2 * base},
+		{2 * base, base, time.Microsecond, base},
+		{short, short, laneContended, 2 * short},
+		{2 * short, short, time.Second, 2 * short},
+		{2 * short, short, 0, short},
 	} {
-		if got := nextWindow(c.cur, base, c.waited); got != c.want {
-			t.Errorf("nextWindow(%v, %v, waited %v) = %v, want %v", c.cur, base, c.waited, got, c.want)
+		if got := nextWindow(c.cur, c.base, c.waited); got != c.want {
+			t.Errorf("nextWindow(%v, %v, waited %v) = %v, want %v", c.cur, c.base, c.waited, got, c.want)
 		}
 	}
 }
