@@ -17,17 +17,24 @@ import (
 func TestConformance(t *testing.T) {
 	t.Parallel()
 	eventstoretest.Exercise(t, func(t *testing.T) eventstore.Store {
-		db, err := sqldb.OpenSQLite(filepath.Join(t.TempDir(), "casebook.db"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = db.Close() })
-		s, err := sqlite.New(t.Context(), db, sqlite.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
+		_, s := openStore(t)
 		return s
 	}, eventstoretest.Features{SubscribeBatch: sqlite.SubscribeBatch, Count: eventstoretest.CountExact})
+}
+
+// openStore opens a store on a new SQLite file, closed when the test ends.
+func openStore(t *testing.T) (*sqldb.DB, *sqlite.Store) {
+	t.Helper()
+	db, err := sqldb.OpenSQLite(filepath.Join(t.TempDir(), "casebook.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	s, err := sqlite.New(t.Context(), db, sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return db, s
 }
 
 // TestAppendsQueuedTogetherCommitOnce: appends that queue while the writer is busy commit in one
@@ -36,15 +43,7 @@ func TestConformance(t *testing.T) {
 func TestAppendsQueuedTogetherCommitOnce(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	db, err := sqldb.OpenSQLite(filepath.Join(t.TempDir(), "casebook.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = db.Close() })
-	s, err := sqlite.New(ctx, db, sqlite.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	db, s := openStore(t)
 	if _, err := s.Append(ctx, "old", eventstore.NoStream(), eventstoretest.Events("old", 1)); err != nil {
 		t.Fatal(err)
 	}
@@ -115,15 +114,7 @@ func TestAppendsQueuedTogetherCommitOnce(t *testing.T) {
 func TestCountAfterReadsTheSequence(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	db, err := sqldb.OpenSQLite(filepath.Join(t.TempDir(), "casebook.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = db.Close() })
-	s, err := sqlite.New(ctx, db, sqlite.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	db, s := openStore(t)
 	res, err := s.Append(ctx, "s", eventstore.NoStream(), eventstoretest.Events("e", 5))
 	if err != nil {
 		t.Fatal(err)
