@@ -14,9 +14,13 @@ import (
 // pushed the log past 1000 pages, while that writer still holds the file's writer gate: every other
 // writer (intakes included) would wait for the copy and its fsync. Connections are therefore opened
 // with wal_autocheckpoint(0), and each handle checkpoints in the background after it has written.
-// A PASSIVE checkpoint waits for no reader or writer, exactly like the automatic one; the log then
-// grows by at most what is written in CheckpointEvery between two of them. Closing the last
-// connection to the file checkpoints what is left (SQLite's own rule).
+// A PASSIVE checkpoint waits for no reader or writer, exactly like the automatic one, and so copies
+// only the frames no reader still needs; SQLite starts the log over at a write that finds every
+// frame copied and no reader inside the log. Under a sustained burst of intakes, with subscribers
+// and requests reading all the time, that moment may not come until the burst ends: the log grows
+// with everything written meanwhile (about 30 KB per intake, all subscribers' output included),
+// and is cut back to WALSizeLimit when it is started over. Closing the last connection to the
+// file checkpoints what is left (SQLite's own rule).
 const CheckpointEvery = 100 * time.Millisecond
 
 // checkpointer is a handle's background checkpoint loop.

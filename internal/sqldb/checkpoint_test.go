@@ -101,3 +101,68 @@ func TestPagesCountWALFrames(t *testing.T) {
 		}
 	}
 }
+
+// TestWALCutBackWhenStartedOver: while a reader stays inside the write-ahead log, checkpoints cannot
+// let SQLite start the log over, and it grows past the handle's limit; once the reader is gone and
+// a checkpoint has copied every frame, the next commit starts the log over and cuts the file back
+// to the limit (journal_size_limit), where without it the file would keep its largest size.
+func TestWALCutBackWhenStartedOver(t *testing.T) {
+	t.Parallel()
+	const limit = 256 << 10
+	path := filepath.Join(t.TempDir(), "w.db")
+	db, err := openSQLite(path, "FULL", limit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	db.checkpoints.close() // the test checkpoints by hand
+	ctx := t.Context()
+	if _, err := db.ExecContext(ctx, `CREATE TABLE t (id INTEGER PRIMARY KEY, v BLOB)`); err != nil {
+		t.Fatal(err)
+	}
+	write := func(i int) {
+		t.Helper()
+		if err := InTx(ctx, db, func(tx *sql.Tx) error {
+			_, err := tx.ExecContext(ctx, `INSERT INTO t (id, v) VALUES (?, zeroblob(4000))`, i)
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	walSize := func() int64 {
+		t.Helper()
+		fi, err := os.Stat(path + "-wal")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fi.Size()
+	}
+	write(0)
+	reader, err := db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	if err := reader.QueryRowContext(ctx, `SELECT count(*) FROM t`).Scan(&n); err != nil { // the snapshot starts here
+		t.Fatal(err)
+	}
+	for i := 1; i <= 200; i++ { // about 800 KB of frames, checkpointed as they come
+		write(i)
+		if _, err := db.Checkpoint(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if size := walSize(); size <= 2*limit {
+		t.Fatalf("log is %d bytes with a reader inside it: it was started over, the test shows nothing", size)
+	}
+	if err := reader.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+	if f, err := db.Checkpoint(ctx); err != nil || f.Checkpointed != f.Log {
+		t.Fatalf("checkpoint after the reader left: %+v, %v", f, err)
+	}
+	write(201)
+	if size := walSize(); size > limit {
+		t.Fatalf("log is %d bytes after it was started over, want at most %d", size, limit)
+	}
+}

@@ -104,16 +104,24 @@ func (db *DB) Rebind(q string) string {
 // OpenSQLite opens (creating if needed) the SQLite file at path in WAL mode with synchronous=FULL, so
 // a committed transaction survives a process kill and a power loss. Write transactions begin
 // IMMEDIATE so writers queue on the busy timeout instead of failing on lock upgrades.
-func OpenSQLite(path string) (*DB, error) { return openSQLite(path, "FULL") }
+func OpenSQLite(path string) (*DB, error) { return openSQLite(path, "FULL", WALSizeLimit) }
 
 // OpenSQLiteReplayable opens the same file for writes that may be lost on a power failure because
 // the log replays them: projection output committed together with its checkpoint. It uses
 // synchronous=NORMAL (no fsync per commit; a process kill still loses nothing), and any later FULL
 // commit on the file makes these durable too, since the WAL is written in order. Its write
 // transactions yield the file's writer gate to the durable handles' (see gate).
-func OpenSQLiteReplayable(path string) (*DB, error) { return openSQLite(path, "NORMAL") }
+func OpenSQLiteReplayable(path string) (*DB, error) {
+	return openSQLite(path, "NORMAL", WALSizeLimit)
+}
 
-func openSQLite(path, syncMode string) (*DB, error) {
+// WALSizeLimit is the size, in bytes, that a SQLite file's write-ahead log is cut back to when
+// SQLite starts it over (journal_size_limit). A burst of writes with readers always inside the log
+// can grow it far beyond what a checkpoint every CheckpointEvery suggests (see CheckpointEvery);
+// without the limit the file would keep that size for good.
+const WALSizeLimit = 64 << 20
+
+func openSQLite(path, syncMode string, walLimit int64) (*DB, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("sqlite: create data directory: %w", err)
 	}
@@ -121,7 +129,8 @@ func openSQLite(path, syncMode string) (*DB, error) {
 	// CheckpointEvery).
 	dsn := "file:" + path + "?_pragma=busy_timeout(30000)&_pragma=journal_mode(WAL)" +
 		"&_pragma=synchronous(" + syncMode + ")&_pragma=foreign_keys(1)&_pragma=secure_delete(1)" +
-		"&_pragma=wal_autocheckpoint(0)&_txlock=immediate"
+		"&_pragma=wal_autocheckpoint(0)&_pragma=journal_size_limit(" + strconv.FormatInt(walLimit, 10) + ")" +
+		"&_txlock=immediate"
 	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
