@@ -8,29 +8,44 @@ import (
 	"testing"
 )
 
+// openByHand opens a durable handle on a new file with a table t, its write-ahead log limited to
+// walLimit bytes, without the background checkpointer: the test checkpoints by hand.
+func openByHand(t *testing.T, walLimit int64) (*DB, string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "c.db")
+	db, err := openSQLite(path, "FULL", walLimit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	db.checkpoints.close()
+	if _, err := db.ExecContext(t.Context(), `CREATE TABLE t (id INTEGER PRIMARY KEY, v BLOB)`); err != nil {
+		t.Fatal(err)
+	}
+	return db, path
+}
+
+// writePage commits row i of t: a page of its own.
+func writePage(t *testing.T, db *DB, i int) {
+	t.Helper()
+	if err := InTx(t.Context(), db, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(t.Context(), `INSERT INTO t (id, v) VALUES (?, zeroblob(4000))`, i)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestCommitsDoNotCheckpoint: no commit copies the write-ahead log back into the database file
 // (wal_autocheckpoint is off: that copy and its fsync would run inside the committing writer's turn
 // of the writer gate); a PASSIVE checkpoint, as the handle's background loop runs, copies all of it.
 func TestCommitsDoNotCheckpoint(t *testing.T) {
 	t.Parallel()
-	db, err := OpenSQLite(filepath.Join(t.TempDir(), "c.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	db.checkpoints.close() // the test checkpoints by hand
+	db, _ := openByHand(t, WALSizeLimit)
 	ctx := t.Context()
-	if _, err := db.ExecContext(ctx, `CREATE TABLE t (id INTEGER PRIMARY KEY, v BLOB)`); err != nil {
-		t.Fatal(err)
-	}
 	// 1,200 pages and more, each in its own commit: SQLite's default would checkpoint at 1,000.
 	for i := range 1200 {
-		if err := InTx(ctx, db, func(tx *sql.Tx) error {
-			_, err := tx.ExecContext(ctx, `INSERT INTO t (id, v) VALUES (?, zeroblob(4000))`, i)
-			return err
-		}); err != nil {
-			t.Fatal(err)
-		}
+		writePage(t, db, i)
 	}
 	var log int
 	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM t`).Scan(&log); err != nil || log != 1200 {
@@ -109,26 +124,9 @@ func TestPagesCountWALFrames(t *testing.T) {
 func TestWALCutBackWhenStartedOver(t *testing.T) {
 	t.Parallel()
 	const limit = 256 << 10
-	path := filepath.Join(t.TempDir(), "w.db")
-	db, err := openSQLite(path, "FULL", limit)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	db.checkpoints.close() // the test checkpoints by hand
+	db, path := openByHand(t, limit)
 	ctx := t.Context()
-	if _, err := db.ExecContext(ctx, `CREATE TABLE t (id INTEGER PRIMARY KEY, v BLOB)`); err != nil {
-		t.Fatal(err)
-	}
-	write := func(i int) {
-		t.Helper()
-		if err := InTx(ctx, db, func(tx *sql.Tx) error {
-			_, err := tx.ExecContext(ctx, `INSERT INTO t (id, v) VALUES (?, zeroblob(4000))`, i)
-			return err
-		}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	write := func(i int) { writePage(t, db, i) }
 	walSize := func() int64 {
 		t.Helper()
 		fi, err := os.Stat(path + "-wal")
