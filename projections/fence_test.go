@@ -113,6 +113,22 @@ func awaitLockWait(ctx context.Context, db *sqldb.DB, class int, name string, do
 	}
 }
 
+// contendOnce returns a projection whose first batch, before it applies, starts contend on its own
+// goroutine and goes on only once contend waits for the advisory lock (class, name()): contend then
+// runs against an open batch. done receives contend's result.
+func contendOnce(ctx context.Context, db *sqldb.DB, class int, name func() string, contend func() error) (hookProjection, <-chan error) {
+	done := make(chan error, 1)
+	took := false
+	return hookProjection{before: func(context.Context, *Batch) error {
+		if took {
+			return nil
+		}
+		took = true
+		go func() { done <- contend() }()
+		return awaitLockWait(ctx, db, class, name(), done)
+	}}, done
+}
+
 // TestLeaseTakeoverWaitsForRunningBatch: on Postgres another replica taking over an expired lease
 // waits for the batch that is running (it commits), and the former owner's next batch commits
 // nothing; the batch holds no row lock for this (TestBatchTakesNoTransactionIDBeforeItsOutput).
@@ -122,24 +138,15 @@ func TestLeaseTakeoverWaitsForRunningBatch(t *testing.T) {
 	defer cancel()
 	db := openPostgres(t)
 	var rig *batchRig
-	done := make(chan error, 1)
-	took := false
-	p := hookProjection{before: func(context.Context, *Batch) error {
-		if took {
-			return nil
-		}
-		took = true
+	p, done := contendOnce(ctx, db, 734511, func() string { return rig.l.name }, func() error {
 		later := rig.now.Add(time.Hour) // a's lease has expired for b
 		b2 := &lease{db: db, name: rig.l.name, owner: "b", ttl: rig.l.ttl, now: func() time.Time { return later }}
-		go func() {
-			ok, err := b2.acquire(ctx)
-			if err == nil && !ok {
-				err = errors.New("b did not get the lease")
-			}
-			done <- err
-		}()
-		return awaitLockWait(ctx, db, 734511, rig.l.name, done)
-	}}
+		ok, err := b2.acquire(ctx)
+		if err == nil && !ok {
+			err = errors.New("b did not get the lease")
+		}
+		return err
+	})
 	rig = newBatchRigOf(t, db, p)
 	if err := rig.batch(t, 2); err != nil {
 		t.Fatalf("a's running batch: %v", err)
@@ -172,27 +179,18 @@ func TestGenerationSwitchWaitsForRunningBatch(t *testing.T) {
 	defer cancel()
 	db := openPostgres(t)
 	var rig *batchRig
-	done := make(chan error, 1)
-	took := false
-	p := hookProjection{before: func(context.Context, *Batch) error {
-		if took {
-			return nil
-		}
-		took = true
-		go func() {
-			err := sqldb.InTx(ctx, db, func(tx *sql.Tx) error {
-				if _, err := tx.ExecContext(ctx, `UPDATE projection_state SET building_gen = 2, building_version = 1 WHERE name = 'count'`); err != nil {
-					return err
-				}
-				return nil
-			})
-			if err == nil {
-				err = switchTo(ctx, db, countProjection{}, 2, rig.now)
+	p, done := contendOnce(ctx, db, 734512, func() string { return "count" }, func() error {
+		err := sqldb.InTx(ctx, db, func(tx *sql.Tx) error {
+			if _, err := tx.ExecContext(ctx, `UPDATE projection_state SET building_gen = 2, building_version = 1 WHERE name = 'count'`); err != nil {
+				return err
 			}
-			done <- err
-		}()
-		return awaitLockWait(ctx, db, 734512, "count", done)
-	}}
+			return nil
+		})
+		if err == nil {
+			err = switchTo(ctx, db, countProjection{}, 2, rig.now)
+		}
+		return err
+	})
 	rig = newBatchRigOf(t, db, p)
 	if err := countProjection.Setup(countProjection{}, ctx, db, 2); err != nil {
 		t.Fatal(err)
