@@ -3,13 +3,11 @@ package projections
 import (
 	"context"
 	"errors"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/casebook/casebook/eventstore"
 	"github.com/casebook/casebook/eventstore/eventstoretest"
-	"github.com/casebook/casebook/eventstore/sqlite"
 	"github.com/casebook/casebook/internal/sqldb"
 )
 
@@ -34,16 +32,7 @@ func (countProjection) Apply(ctx context.Context, b *Batch) error {
 
 func setupLease(t *testing.T) (*sqldb.DB, eventstore.Store) {
 	t.Helper()
-	db, err := sqldb.OpenSQLite(filepath.Join(t.TempDir(), "casebook.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = db.Close() })
-	s, err := sqlite.New(t.Context(), db, sqlite.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return db, s
+	return eventstoretest.SQLite(t)
 }
 
 func newRunner(db *sqldb.DB, s eventstore.Store, owner string) *Runner {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -13,7 +12,7 @@ import (
 	"time"
 
 	"github.com/casebook/casebook/eventstore"
-	"github.com/casebook/casebook/eventstore/sqlite"
+	"github.com/casebook/casebook/eventstore/eventstoretest"
 	"github.com/casebook/casebook/internal/dbtest"
 	"github.com/casebook/casebook/internal/sqldb"
 )
@@ -68,15 +67,7 @@ type bundle struct {
 
 func newBundle(t *testing.T, db *sqldb.DB) *bundle {
 	t.Helper()
-	edb, err := sqldb.OpenSQLite(filepath.Join(t.TempDir(), "events.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = edb.Close() })
-	s, err := sqlite.New(t.Context(), edb, sqlite.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, s := eventstoretest.SQLite(t)
 	return &bundle{db: db, store: s}
 }
 

@@ -3,14 +3,13 @@ package projections_test
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/casebook/casebook/commands"
 	"github.com/casebook/casebook/domain"
 	"github.com/casebook/casebook/eventstore"
-	"github.com/casebook/casebook/eventstore/sqlite"
+	"github.com/casebook/casebook/eventstore/eventstoretest"
 	"github.com/casebook/casebook/internal/dbtest"
 	"github.com/casebook/casebook/internal/sqldb"
 	"github.com/casebook/casebook/projections"
@@ -38,15 +37,7 @@ type statementsBundle struct {
 
 func newStatementsBundle(t *testing.T, db *sqldb.DB, p projections.Projection) *statementsBundle {
 	t.Helper()
-	edb, err := sqldb.OpenSQLite(filepath.Join(t.TempDir(), "events.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = edb.Close() })
-	store, err := sqlite.New(t.Context(), edb, sqlite.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, store := eventstoretest.SQLite(t)
 	tb := &statementsBundle{db: db, store: store, p: p}
 	tb.h = &commands.Handler{Store: store, Principals: operators{}, Secret: []byte("s"),
 		Now:   func() time.Time { return time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC) },

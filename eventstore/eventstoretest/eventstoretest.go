@@ -7,12 +7,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/casebook/casebook/eventstore"
+	"github.com/casebook/casebook/eventstore/sqlite"
+	"github.com/casebook/casebook/internal/sqldb"
 )
 
 // Features declares what a backend can do beyond the common contract.
@@ -569,4 +572,20 @@ func testCountAfter(t *testing.T, s eventstore.Store, f Features) {
 	wg.Wait()
 	mustAppend(t, s, "s-4", eventstore.NoStream(), Events("c", 1))
 	check("after concurrent appends")
+}
+
+// SQLite opens an embedded event store on a new file of its own, closed when the test ends, and
+// returns the file's handle with it.
+func SQLite(t *testing.T) (*sqldb.DB, *sqlite.Store) {
+	t.Helper()
+	db, err := sqldb.OpenSQLite(filepath.Join(t.TempDir(), "events.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	s, err := sqlite.New(t.Context(), db, sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return db, s
 }

@@ -4,7 +4,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -17,24 +16,9 @@ import (
 func TestConformance(t *testing.T) {
 	t.Parallel()
 	eventstoretest.Exercise(t, func(t *testing.T) eventstore.Store {
-		_, s := openStore(t)
+		_, s := eventstoretest.SQLite(t)
 		return s
 	}, eventstoretest.Features{SubscribeBatch: sqlite.SubscribeBatch, Count: eventstoretest.CountExact})
-}
-
-// openStore opens a store on a new SQLite file, closed when the test ends.
-func openStore(t *testing.T) (*sqldb.DB, *sqlite.Store) {
-	t.Helper()
-	db, err := sqldb.OpenSQLite(filepath.Join(t.TempDir(), "casebook.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = db.Close() })
-	s, err := sqlite.New(t.Context(), db, sqlite.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return db, s
 }
 
 // TestAppendsQueuedTogetherCommitOnce: appends that queue while the writer is busy commit in one
@@ -43,7 +27,7 @@ func openStore(t *testing.T) (*sqldb.DB, *sqlite.Store) {
 func TestAppendsQueuedTogetherCommitOnce(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	db, s := openStore(t)
+	db, s := eventstoretest.SQLite(t)
 	if _, err := s.Append(ctx, "old", eventstore.NoStream(), eventstoretest.Events("old", 1)); err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +98,7 @@ func TestAppendsQueuedTogetherCommitOnce(t *testing.T) {
 func TestCountAfterReadsTheSequence(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	db, s := openStore(t)
+	db, s := eventstoretest.SQLite(t)
 	res, err := s.Append(ctx, "s", eventstore.NoStream(), eventstoretest.Events("e", 5))
 	if err != nil {
 		t.Fatal(err)

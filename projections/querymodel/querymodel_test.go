@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -16,7 +15,7 @@ import (
 	"github.com/casebook/casebook/commands"
 	"github.com/casebook/casebook/domain"
 	"github.com/casebook/casebook/eventstore"
-	"github.com/casebook/casebook/eventstore/sqlite"
+	"github.com/casebook/casebook/eventstore/eventstoretest"
 	"github.com/casebook/casebook/internal/dbtest"
 	"github.com/casebook/casebook/internal/sqldb"
 	"github.com/casebook/casebook/projections"
@@ -42,15 +41,7 @@ func (principals) Principal(_ context.Context, t domain.TenantID, id domain.Prin
 // setup builds a query model on db, fed by an embedded event store (the query store is under test).
 func setup(t *testing.T, db *sqldb.DB) *testBundle {
 	t.Helper()
-	edb, err := sqldb.OpenSQLite(filepath.Join(t.TempDir(), "events.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = edb.Close() })
-	store, err := sqlite.New(t.Context(), edb, sqlite.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, store := eventstoretest.SQLite(t)
 	n := 0
 	var mu sync.Mutex
 	h := &commands.Handler{Store: store, Principals: principals{}, Secret: []byte("s"),
