@@ -225,6 +225,9 @@ type Runner struct {
 	Build Generation
 	// DryRun records effects instead of emitting them (rebuild dry runs).
 	DryRun bool
+	// Hold, when set, is waited on before each batch is applied; its error ends the subscription.
+	// casebook bench --intake-only holds the subscribers so as to measure the intake path alone.
+	Hold func(ctx context.Context) error
 
 	// pause waits out a batch window (sleep; tests replace it).
 	pause func(ctx context.Context, d time.Duration) error
@@ -506,6 +509,14 @@ type pending struct {
 // subscribe applies the log from gen's checkpoint. While behind (large batches, rebuilds), reading
 // and preparing the next batch overlaps with the previous batch's transaction: the subscription
 // hands batches to an applier through a one-slot queue, and the applier's first error ends both.
+// hold waits for r.Hold, when set.
+func (r *Runner) hold(ctx context.Context) error {
+	if r.Hold == nil {
+		return nil
+	}
+	return r.Hold(ctx)
+}
+
 func (r *Runner) subscribe(ctx context.Context, l *lease, gen Generation) error {
 	name := checkpointName(r.Projection, gen)
 	from, err := Checkpoint(ctx, r.DB, name)
@@ -522,7 +533,11 @@ func (r *Runner) subscribe(ctx context.Context, l *lease, gen Generation) error 
 	go func() {
 		defer close(applied)
 		for p := range queue {
-			if err := r.applyBatch(ctx, l, gen, name, p); err != nil {
+			err := r.hold(ctx)
+			if err == nil {
+				err = r.applyBatch(ctx, l, gen, name, p)
+			}
+			if err != nil {
 				cancel(err)
 				for range queue { // drain so the subscription never blocks
 				}

@@ -453,3 +453,43 @@ func TestPreparedOf(t *testing.T) {
 		t.Fatal("a Prepare result of another type was accepted")
 	}
 }
+
+// TestHoldIsWaitedBeforeEachBatch: while Hold blocks, a batch that was read is not applied;
+// once it returns, the runner applies the batch and reaches the head.
+func TestHoldIsWaitedBeforeEachBatch(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, db *sqldb.DB) {
+		tb := newBundle(t, db)
+		p := &probe{}
+		holding, release := make(chan struct{}), make(chan struct{})
+		var once sync.Once
+		r := &Runner{Store: tb.store, DB: tb.db, Projection: p, Owner: "test", Hold: func(ctx context.Context) error {
+			once.Do(func() { close(holding) })
+			select {
+			case <-release:
+				return nil
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}}
+		if err := r.Setup(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		tb.append(t, "s-1", "a", "b")
+		run(t, r)
+		select {
+		case <-holding:
+		case <-time.After(20 * time.Second):
+			t.Fatalf("Hold was not called; applied %d events", p.applied.Load())
+		}
+		if got := tb.seen(t); len(got) != 0 || p.applied.Load() != 0 {
+			t.Fatalf("applied while held: %v (%d events)", got, p.applied.Load())
+		}
+		close(release)
+		waitHead(t, r, tb.store)
+		if got := p.applied.Load(); got != 2 {
+			t.Fatalf("applied %d events after the hold ended, want 2", got)
+		}
+
+	})
+}

@@ -59,6 +59,7 @@ func bench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	visN := fs.Int("visibility-intakes", 3000, "intakes offered at --rate")
 	cpuProfile := fs.String("cpuprofile", "", "also write the first Casebook round's CPU profile to this file (go tool pprof)")
 	keep := fs.Bool("keep", false, "allow a database that already holds events, and keep what the bench writes")
+	intakeOnly := fs.Bool("intake-only", false, "also run each round with the subscribers held (they catch up afterwards): the intake path's own throughput")
 	fs.Lookup("data-dir").DefValue = "(a temporary directory)"
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -138,6 +139,10 @@ func bench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return errors.New("bench: the database already holds events, and the bench's inquiries would stay in its log; " +
 			"use an empty one (the default is a temporary directory), or pass --keep")
 	}
+	var hold subscriberHold
+	for _, r := range a.Runners {
+		r.Hold = hold.wait
+	}
 	base, stopServer, err := listen(ctx, func(ctx context.Context, ln net.Listener) error { return a.Serve(ctx, ln) }, stderr)
 	if err != nil {
 		return err
@@ -201,8 +206,27 @@ func bench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 				fmt.Fprintln(stderr, "bench: cpu profile:", err)
 			}
 		}
+		var held *result
+		var heldBatches uint64
+		if *intakeOnly {
+			waitAllCaughtUp(ctx, a)
+			before := snapLane(a)
+			hold.set(true)
+			io := measure(*n, *conc, func(i int) error { return post(base, fmt.Sprintf("bench-held-%d-%d", r, i), i) })
+			during := snapLane(a)
+			hold.set(false)
+			waitAllCaughtUp(ctx, a)
+			held = &io
+			for name, b := range during.batches {
+				heldBatches += b - before.batches[name]
+			}
+		}
 		bl := measure(*n, *conc, func(i int) error { return post(baseURL, fmt.Sprintf("bench-%d-%d", r, i), i) })
-		rs = append(rs, round{Casebook: cb, Baseline: bl, Ratio: cb.PerSecond / bl.PerSecond})
+		rd := round{Casebook: cb, Baseline: bl, Ratio: cb.PerSecond / bl.PerSecond}
+		if held != nil {
+			rd.IntakeOnly, rd.IntakeOnlyRatio, rd.BatchesWhileHeld = held, held.PerSecond/bl.PerSecond, heldBatches
+		}
+		rs = append(rs, rd)
 	}
 	lowest := rs[0].Ratio
 	for _, r := range rs {
@@ -240,6 +264,44 @@ type round struct {
 	Casebook result  `json:"casebook"`
 	Baseline result  `json:"baseline"`
 	Ratio    float64 `json:"ratio"`
+	// With --intake-only: the same intakes with every subscriber held, against the same baseline.
+	IntakeOnly      *result `json:"intake_only,omitempty"`
+	IntakeOnlyRatio float64 `json:"intake_only_ratio,omitempty"`
+	// Subscriber batches applied while held: 0 unless the hold failed.
+	BatchesWhileHeld uint64 `json:"batches_while_held,omitempty"`
+}
+
+// subscriberHold holds the subscribers' batches while it is set (Runner.Hold).
+type subscriberHold struct {
+	mu      sync.Mutex
+	release chan struct{} // nil when not held; closed when released
+}
+
+func (h *subscriberHold) set(held bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	switch {
+	case held && h.release == nil:
+		h.release = make(chan struct{})
+	case !held && h.release != nil:
+		close(h.release)
+		h.release = nil
+	}
+}
+
+func (h *subscriberHold) wait(ctx context.Context) error {
+	h.mu.Lock()
+	release := h.release
+	h.mu.Unlock()
+	if release == nil {
+		return nil
+	}
+	select {
+	case <-release:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 func baselineKind(mode string) string {

@@ -17,6 +17,10 @@ type benchOut struct {
 		Casebook result  `json:"casebook"`
 		Baseline result  `json:"baseline"`
 		Ratio    float64 `json:"ratio"`
+
+		IntakeOnly       *result `json:"intake_only"`
+		IntakeOnlyRatio  float64 `json:"intake_only_ratio"`
+		BatchesWhileHeld uint64  `json:"batches_while_held"`
 	} `json:"rounds"`
 	LowestRatio float64 `json:"lowest_ratio"`
 	CPU         *struct {
@@ -91,6 +95,27 @@ func TestBenchEmbedded(t *testing.T) {
 		t.Fatalf("storage %q", out.Storage)
 	}
 	checkBench(t, out, 60, true)
+	if r := out.Rounds[0]; r.IntakeOnly != nil {
+		t.Errorf("intake-only figures without --intake-only: %+v", r.IntakeOnly)
+	}
+}
+
+// TestBenchIntakeOnly: --intake-only adds a run of the same intakes with every subscriber held,
+// during which no subscriber batch is applied, and the subscribers catch up afterwards (the
+// visibility and command phases, which read through the query model, still pass).
+func TestBenchIntakeOnly(t *testing.T) {
+	out, err := runBench(t, "--intakes", "40", "--concurrency", "4", "--rounds", "1", "--rate", "200/s", "--visibility-intakes", "40", "--intake-only")
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkBench(t, out, 40, true)
+	r := out.Rounds[0]
+	if r.IntakeOnly == nil || r.IntakeOnly.Requests != 40 || r.IntakeOnly.Errors != 0 || r.IntakeOnlyRatio <= 0 {
+		t.Fatalf("intake-only: %+v, ratio %v; want 40 requests without errors", r.IntakeOnly, r.IntakeOnlyRatio)
+	}
+	if r.BatchesWhileHeld != 0 {
+		t.Fatalf("%d subscriber batches applied while held, want 0", r.BatchesWhileHeld)
+	}
 }
 
 // TestBenchRefusesDatabaseWithEvents: an explicit data directory that holds events is refused
