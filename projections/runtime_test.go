@@ -490,6 +490,5 @@ func TestHoldIsWaitedBeforeEachBatch(t *testing.T) {
 		if got := p.applied.Load(); got != 2 {
 			t.Fatalf("applied %d events after the hold ended, want 2", got)
 		}
-
 	})
 }
