@@ -437,6 +437,9 @@ func OpenPostgres(ctx context.Context, url string) (*DB, error) {
 	if !strings.Contains(url, "pool_max_conns=") {
 		cfg.MaxConns = DefaultPostgresConns
 	}
+	if cfg.ConnConfig.Tracer == nil {
+		cfg.ConnConfig.Tracer = poolTracer{}
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: open: %w", err)

@@ -147,6 +147,7 @@ func (db *DB) Close() error {
 // ExecContext runs q, prepared once per connection on SQLite.
 func (db *DB) ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error) {
 	db.statements.Add(1)
+	db.logStatement(ctx, q)
 	if st := db.prepared(ctx, q, false); st != nil { //nolint:sqlclosecheck // kept prepared; DB.Close closes it
 		return st.ExecContext(ctx, args...)
 	}
@@ -156,6 +157,7 @@ func (db *DB) ExecContext(ctx context.Context, q string, args ...any) (sql.Resul
 // QueryContext runs q, prepared once per connection on SQLite.
 func (db *DB) QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
 	db.statements.Add(1)
+	db.logStatement(ctx, q)
 	if st := db.prepared(ctx, q, false); st != nil { //nolint:sqlclosecheck // kept prepared; DB.Close closes it
 		return st.QueryContext(ctx, args...)
 	}
@@ -165,6 +167,7 @@ func (db *DB) QueryContext(ctx context.Context, q string, args ...any) (*sql.Row
 // QueryRowContext runs q, prepared once per connection on SQLite.
 func (db *DB) QueryRowContext(ctx context.Context, q string, args ...any) *sql.Row {
 	db.statements.Add(1)
+	db.logStatement(ctx, q)
 	if st := db.prepared(ctx, q, false); st != nil { //nolint:sqlclosecheck // kept prepared; DB.Close closes it
 		return st.QueryRowContext(ctx, args...)
 	}
@@ -174,6 +177,7 @@ func (db *DB) QueryRowContext(ctx context.Context, q string, args ...any) *sql.R
 // ExecContext runs q in the transaction, with the connection's prepared copy on SQLite.
 func (t *Tx) ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error) {
 	t.db.statements.Add(1)
+	t.db.logStatement(ctx, q)
 	if st := t.db.prepared(ctx, q, true); st != nil {
 		return t.Tx.StmtContext(ctx, st).ExecContext(ctx, args...) //nolint:sqlclosecheck // a transaction closes its statements when it ends
 	}
@@ -183,6 +187,7 @@ func (t *Tx) ExecContext(ctx context.Context, q string, args ...any) (sql.Result
 // QueryContext runs q in the transaction, with the connection's prepared copy on SQLite.
 func (t *Tx) QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
 	t.db.statements.Add(1)
+	t.db.logStatement(ctx, q)
 	if st := t.db.prepared(ctx, q, true); st != nil {
 		return t.Tx.StmtContext(ctx, st).QueryContext(ctx, args...) //nolint:sqlclosecheck // a transaction closes its statements when it ends
 	}
@@ -192,6 +197,7 @@ func (t *Tx) QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows
 // QueryRowContext runs q in the transaction, with the connection's prepared copy on SQLite.
 func (t *Tx) QueryRowContext(ctx context.Context, q string, args ...any) *sql.Row {
 	t.db.statements.Add(1)
+	t.db.logStatement(ctx, q)
 	if st := t.db.prepared(ctx, q, true); st != nil {
 		return t.Tx.StmtContext(ctx, st).QueryRowContext(ctx, args...) //nolint:sqlclosecheck // a transaction closes its statements when it ends
 	}

@@ -1,0 +1,63 @@
+package sqldb
+
+import (
+	"context"
+	"strings"
+	"sync"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// StatementLog records the statements run on behalf of one context, for tests and benchmarks
+// that count what one request costs in round trips. On Postgres it sees every statement sent on a
+// handle's pool (the event store's included, BEGIN and COMMIT too); on SQLite the statements run
+// through DB and Tx (not those run on the embedded *sql.DB directly).
+type StatementLog struct {
+	mu   sync.Mutex
+	list []string
+}
+
+type statementLogKey struct{}
+
+// WithStatementLog returns a context whose statements are recorded in the returned log.
+func WithStatementLog(ctx context.Context) (context.Context, *StatementLog) {
+	l := &StatementLog{}
+	return context.WithValue(ctx, statementLogKey{}, l), l
+}
+
+// Statements returns the statements recorded so far, whitespace-normalised, in order.
+func (l *StatementLog) Statements() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]string(nil), l.list...)
+}
+
+func (l *StatementLog) add(q string) {
+	q = strings.Join(strings.Fields(q), " ")
+	l.mu.Lock()
+	l.list = append(l.list, q)
+	l.mu.Unlock()
+}
+
+// logStatement records q in ctx's log on SQLite; Postgres statements are recorded by the pool's
+// tracer, which also sees those sent without DB.
+func (db *DB) logStatement(ctx context.Context, q string) {
+	if db.Dialect != SQLite {
+		return
+	}
+	if l, ok := ctx.Value(statementLogKey{}).(*StatementLog); ok {
+		l.add(q)
+	}
+}
+
+// poolTracer records each statement a pool connection sends in its context's StatementLog.
+type poolTracer struct{}
+
+func (poolTracer) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
+	if l, ok := ctx.Value(statementLogKey{}).(*StatementLog); ok {
+		l.add(d.SQL)
+	}
+	return ctx
+}
+
+func (poolTracer) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
