@@ -340,6 +340,13 @@ func (a *App) wireSlack(ctx context.Context, secret []byte, qm *projections.Runn
 	return nil
 }
 
+// committedHead is the log's head for consistent reads: the last event committed now, without
+// waiting for transactions in front of it (eventstore.CommittedHead). The query model reaches it
+// only after everything before it, so waiting for that is the read's whole wait.
+func (a *App) committedHead(ctx context.Context) (eventstore.Position, error) {
+	return eventstore.CommittedHead(ctx, a.Store)
+}
+
 // QueryModel returns the query-model runner.
 func (a *App) QueryModel() *projections.Runner { return a.Runners[0] }
 
@@ -379,7 +386,7 @@ func (a *App) handlers() (api, metrics http.Handler) {
 	metrics = promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
 	s := &httpapi.Server{
 		Commands: a.audited(), Audit: a.Audit, Reader: a.Reader, Tenancy: a.Tenancy, QueryModel: a.QueryModel(),
-		Head: a.Store.Head, Ready: a.Ready, Logger: a.Config.Logger, Public: a.Config.Public, Admin: a, Secret: a.Commands.Secret,
+		Head: a.committedHead, Ready: a.Ready, Logger: a.Config.Logger, Public: a.Config.Public, Admin: a, Secret: a.Commands.Secret,
 		RequestMetrics: httpapi.NewRequestMetrics(reg), Slack: slackAPI{a},
 		SlackOAuth:     slackOAuth{a.SlackOAuth, a.Config.PublicURL},
 		SlackCallbacks: a.Callbacks,

@@ -197,6 +197,23 @@ func VisibleHead(ctx context.Context, s Store) (Position, error) {
 	return s.Head(ctx)
 }
 
+// CommittedHeader is implemented by stores whose Head waits for transactions in flight before the
+// log's end (Postgres). CommittedHead returns at once the position of the last event committed
+// now, even one still held behind transactions in front of it: every event committed before the
+// call is at or before it, and a subscriber reaches it only once it has applied all of them, so
+// waiting for a subscriber to reach it is waiting for the log as it stands at the call.
+type CommittedHeader interface {
+	CommittedHead(ctx context.Context) (Position, error)
+}
+
+// CommittedHead is s's CommittedHead, or its Head when it has none.
+func CommittedHead(ctx context.Context, s Store) (Position, error) {
+	if c, ok := s.(CommittedHeader); ok {
+		return c.CommittedHead(ctx)
+	}
+	return s.Head(ctx)
+}
+
 // Counter is implemented by stores that count the events after a position from their sequence:
 // one index probe (the log's end), never a scan of the events, so subscribers can report their lag
 // in events while millions are behind. The count is never below the number of events after from:

@@ -227,3 +227,59 @@ func TestSubscribeDoesNotSkipLateCommit(t *testing.T) {
 		t.Fatalf("Subscribe returned %v, want context.Canceled", err)
 	}
 }
+
+// TestCommittedHeadIsTheLastCommit: while A (earlier xid) is open and B has committed behind it,
+// CommittedHead answers B's position at once, where Head waits for A (here it may not, and
+// answers the last event before A). A subscriber reaches B's position only after A's event, once
+// A commits: waiting for it waits for everything committed when it was read.
+func TestCommittedHeadIsTheLastCommit(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	pool := gapPool(t)
+	s := gapStore(t, pool, Options{SettleTimeout: -1})
+	if h, err := s.CommittedHead(ctx); err != nil || h != eventstore.Start {
+		t.Fatalf("committed head of an empty log = %v, %v", h, err)
+	}
+	r0, err := s.Append(ctx, "s-0", eventstore.NoStream(), eventstoretest.Events("e0", 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := beginLate(t, pool, s.channel)
+	rB, err := s.Append(ctx, "s-b", eventstore.NoStream(), eventstoretest.Events("b", 2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h, err := s.Head(ctx); err != nil || h != r0.Position {
+		t.Fatalf("head while A is open = %v, %v; want E0 at %v", h, err, r0.Position)
+	}
+	h, err := s.CommittedHead(ctx)
+	if err != nil || h != rB.Position {
+		t.Fatalf("committed head while A is open = %v, %v; want B's last event at %v", h, err, rB.Position)
+	}
+	if !a.pos.Less(h) {
+		t.Fatalf("A at %v should precede the committed head %v", a.pos, h)
+	}
+	subCtx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	var seen []string
+	errDone := errors.New("reached")
+	done := make(chan error, 1)
+	go func() {
+		done <- s.Subscribe(subCtx, r0.Position, func(_ context.Context, evs []eventstore.RecordedEvent) error {
+			for _, e := range evs {
+				seen = append(seen, e.ID)
+				if !e.Position.Less(h) {
+					return errDone
+				}
+			}
+			return nil
+		})
+	}()
+	a.commit(t)
+	if err := <-done; !errors.Is(err, errDone) {
+		t.Fatalf("subscribe: %v", err)
+	}
+	if len(seen) != 3 || seen[0] != a.id {
+		t.Fatalf("subscriber saw %v before reaching the committed head; want A's event %s first, then B's two", seen, a.id)
+	}
+}

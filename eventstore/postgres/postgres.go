@@ -529,6 +529,26 @@ func (s *Store) VisibleHead(ctx context.Context) (eventstore.Position, error) {
 	return pos, err
 }
 
+var _ eventstore.CommittedHeader = (*Store)(nil)
+
+// CommittedHead implements eventstore.CommittedHeader: the last event in (xid, seq) order among
+// those committed now, held or not, without waiting for the horizon. One probe of the primary key.
+func (s *Store) CommittedHead(ctx context.Context) (eventstore.Position, error) {
+	if err := s.checkOpen(); err != nil {
+		return eventstore.Position{}, err
+	}
+	var xid uint64
+	var seq int64
+	err := s.pool.QueryRow(ctx, `SELECT xid, seq FROM events ORDER BY xid DESC, seq DESC LIMIT 1`).Scan(&xid, &seq)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return eventstore.Start, nil
+	}
+	if err != nil {
+		return eventstore.Position{}, fmt.Errorf("eventstore/postgres: committed head: %w", err)
+	}
+	return eventstore.Position{Commit: xid, Prepare: uint64(seq)}, nil
+}
+
 // Head implements eventstore.Store: the last event below the horizon, after waiting (see
 // SettleTimeout) for the horizon to pass events committed before the call.
 func (s *Store) Head(ctx context.Context) (eventstore.Position, error) {

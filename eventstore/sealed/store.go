@@ -467,5 +467,10 @@ func (s *Store) VisibleHead(ctx context.Context) (eventstore.Position, error) {
 	return eventstore.VisibleHead(ctx, s.inner)
 }
 
+// CommittedHead implements eventstore.CommittedHeader.
+func (s *Store) CommittedHead(ctx context.Context) (eventstore.Position, error) {
+	return eventstore.CommittedHead(ctx, s.inner)
+}
+
 // Close implements eventstore.Store; it closes the inner store.
 func (s *Store) Close() error { return s.inner.Close() }
