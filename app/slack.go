@@ -12,6 +12,7 @@ import (
 	"github.com/casebook/casebook/adapters/slack/slackinstall"
 	"github.com/casebook/casebook/adapters/slack/threads"
 	"github.com/casebook/casebook/domain"
+	"github.com/casebook/casebook/queries"
 )
 
 // slackAPI adapts the Slack projection to the HTTP API.
@@ -37,14 +38,23 @@ type slackBlock struct {
 	Lists []lists.RowHealth `json:"lists"`
 }
 
-func (s slackAPI) SlackHealth(ctx context.Context, tenant domain.TenantID, id domain.InquiryID) (any, error) {
-	h, err := s.a.Threads.Health(ctx, tenant, id)
-	if err != nil {
-		return nil, err
+// SlackHealth reads only what has leaves open: without an effect outcome the thread's health
+// follows from its row and the destination (threads.HealthWithoutOutcome), and a tenant without a
+// List projection has no List rows.
+func (s slackAPI) SlackHealth(ctx context.Context, tenant domain.TenantID, id domain.InquiryID, has queries.SlackPresence) (any, error) {
+	h := threads.HealthWithoutOutcome(has.Desired, has.Observed, has.Channel, has.Destination)
+	if has.Outcome {
+		var err error
+		if h, err = s.a.Threads.Health(ctx, tenant, id); err != nil {
+			return nil, err
+		}
 	}
-	rows, err := s.a.Lists.Store.RowHealth(ctx, s.a.Commands.Load, tenant, id)
-	if err != nil {
-		return nil, err
+	rows := []lists.RowHealth{}
+	if has.Lists {
+		var err error
+		if rows, err = s.a.Lists.Store.RowHealth(ctx, s.a.Commands.Load, tenant, id); err != nil {
+			return nil, err
+		}
 	}
 	return slackBlock{Health: h, Lists: rows}, nil
 }

@@ -43,8 +43,7 @@ func (r *Reader) Clock(ctx context.Context, tenant domain.TenantID, id domain.In
 	var c Clock
 	var due, next, frDue, resDue, fr sql.NullInt64
 	var breached, watchers string
-	err := r.DB.QueryRowContext(ctx, r.DB.Rebind(`SELECT due_at, next_follow_up_at, first_response_due_at, resolution_due_at,
-		first_responded_at, breached_targets, escalation_level, watchers, team FROM sla_clock WHERE tenant_id = ? AND inquiry_id = ?`),
+	err := r.DB.QueryRowContext(ctx, r.DB.Rebind(`SELECT `+clockColumns+` FROM sla_clock WHERE tenant_id = ? AND inquiry_id = ?`),
 		tenant, id).Scan(&due, &next, &frDue, &resDue, &fr, &breached, &c.EscalationLevel, &watchers, &c.Team)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Clock{}, fmt.Errorf("inquiry clock: %w", domain.ErrNotFound)
@@ -52,6 +51,15 @@ func (r *Reader) Clock(ctx context.Context, tenant domain.TenantID, id domain.In
 	if err != nil {
 		return Clock{}, err
 	}
+	return c.fill(due, next, frDue, resDue, fr, breached, watchers)
+}
+
+// clockColumns are the sla_clock columns Clock and Detail read, in clockRow's order.
+const clockColumns = `due_at, next_follow_up_at, first_response_due_at, resolution_due_at,
+		first_responded_at, breached_targets, escalation_level, watchers, team`
+
+// fill completes a clock whose level and team are scanned from the stored columns.
+func (c Clock) fill(due, next, frDue, resDue, fr sql.NullInt64, breached, watchers string) (Clock, error) {
 	c.DueAt, c.NextFollowUpAt, c.FirstResponseDueAt, c.ResolutionDueAt, c.FirstRespondedAt =
 		nullTime(due), nullTime(next), nullTime(frDue), nullTime(resDue), nullTime(fr)
 	c.Breached = []string{}

@@ -225,9 +225,13 @@ func (s *Server) downloadAttachment(w http.ResponseWriter, r *http.Request) {
 }
 
 // withAttachments adds "attachments" to an inquiry detail.
-func (s *Server) withAttachments(ctx context.Context, tenant domain.TenantID, id domain.InquiryID, detail any) any {
+// has says whether the inquiry has any (queries.Detail); the list is read only when it has.
+func (s *Server) withAttachments(ctx context.Context, tenant domain.TenantID, id domain.InquiryID, has bool, detail any) any {
 	if s.Attachments == nil {
 		return detail
+	}
+	if !has {
+		return addField(detail, "attachments", []commands.Attachment{})
 	}
 	list, err := s.Attachments.List(ctx, tenant, id)
 	if err != nil {

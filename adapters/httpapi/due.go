@@ -286,18 +286,22 @@ type pendingJob struct {
 }
 
 // withDue adds the inquiry's clock ("sla") and its pending due jobs to a detail view.
-func (s *Server) withDue(ctx context.Context, tenant domain.TenantID, id domain.InquiryID, detail any) any {
+// d is the inquiry's detail as read with its clock; its due jobs are read only when it has some.
+func (s *Server) withDue(ctx context.Context, tenant domain.TenantID, id domain.InquiryID, d queries.Detail, detail any) any {
 	if s.Due == nil {
 		return detail
 	}
 	extra := map[string]any{}
-	c, err := s.Reader.Clock(ctx, tenant, id)
-	if err != nil { // not yet applied by the schedules subscriber: an empty clock
-		c = queries.Clock{Breached: []string{}, Watchers: []domain.PrincipalID{}}
+	c := queries.Clock{Breached: []string{}, Watchers: []domain.PrincipalID{}} // not yet applied by the schedules subscriber: an empty clock
+	if d.Clock != nil {
+		c = *d.Clock
 	}
 	extra["sla"] = c
 	jobs := []pendingJob{}
 	for _, st := range []duejobs.State{duejobs.StatePending, duejobs.StateClaimed} {
+		if !d.DueJobs {
+			break
+		}
 		list, err := s.Due.DueJobs(ctx, tenant, duejobs.ListFilter{Inquiry: id, State: st})
 		if err != nil {
 			s.logger().WarnContext(ctx, "pending due jobs unavailable", "err", err)

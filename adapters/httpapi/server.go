@@ -577,13 +577,18 @@ func (s *Server) getInquiry(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	q, err := s.Reader.Get(r.Context(), p.TenantID, domain.InquiryID(mux.Vars(r)["id"]))
+	// One statement reads the inquiry, its clock and whether its Slack state, due jobs and
+	// attachments hold anything; only the parts that do are read on their own.
+	d, err := s.Reader.Detail(r.Context(), p.TenantID, domain.InquiryID(mux.Vars(r)["id"]),
+		queries.DetailParts{Slack: s.Slack != nil, Due: s.Due != nil, Attachments: s.Attachments != nil})
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
+	q := d.Inquiry
 	w.Header().Set("ETag", strconv.Quote(strconv.FormatUint(q.Version, 10)))
-	writeJSON(w, http.StatusOK, s.withAttachments(r.Context(), p.TenantID, q.ID, s.withDue(r.Context(), p.TenantID, q.ID, s.withSlack(r.Context(), p.TenantID, q.ID, q))))
+	writeJSON(w, http.StatusOK, s.withAttachments(r.Context(), p.TenantID, q.ID, d.Attachments,
+		s.withDue(r.Context(), p.TenantID, q.ID, d, s.withSlack(r.Context(), p.TenantID, q.ID, d.Slack, q))))
 }
 
 func (s *Server) timeline(w http.ResponseWriter, r *http.Request) {

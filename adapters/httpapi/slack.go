@@ -10,6 +10,7 @@ import (
 	"github.com/gorilla/mux"
 
 	"github.com/casebook/casebook/domain"
+	"github.com/casebook/casebook/queries"
 )
 
 // Slack is what the Slack routes need: effect jobs and per-inquiry projection health, always
@@ -19,8 +20,9 @@ type Slack interface {
 	ListEffects(ctx context.Context, tenant domain.TenantID, f EffectFilter) (any, error)
 	RetryEffect(ctx context.Context, tenant domain.TenantID, id int64) (any, error)
 	CancelEffect(ctx context.Context, tenant domain.TenantID, id int64) (any, error)
-	// SlackHealth is an inquiry's "slack" block: state pending, synced, failed or disabled.
-	SlackHealth(ctx context.Context, tenant domain.TenantID, id domain.InquiryID) (any, error)
+	// SlackHealth is an inquiry's "slack" block: state pending, synced, failed or disabled. has
+	// is what Slack state the inquiry has (queries.Detail): parts it has none of are not read.
+	SlackHealth(ctx context.Context, tenant domain.TenantID, id domain.InquiryID, has queries.SlackPresence) (any, error)
 	// ListStatuses is every List projection of the tenant: activation, schema, cooldown, circuit,
 	// watermarks and the last reconcile run.
 	ListStatuses(ctx context.Context, tenant domain.TenantID) (any, error)
@@ -100,11 +102,11 @@ func (s *Server) effectOp(retry bool) http.HandlerFunc {
 }
 
 // withSlack adds the inquiry's Slack projection health to a detail view.
-func (s *Server) withSlack(ctx context.Context, tenant domain.TenantID, id domain.InquiryID, detail any) any {
+func (s *Server) withSlack(ctx context.Context, tenant domain.TenantID, id domain.InquiryID, has queries.SlackPresence, detail any) any {
 	if s.Slack == nil {
 		return detail
 	}
-	h, err := s.Slack.SlackHealth(ctx, tenant, id)
+	h, err := s.Slack.SlackHealth(ctx, tenant, id, has)
 	if err != nil {
 		s.logger().WarnContext(ctx, "slack health unavailable", "err", err)
 		h = map[string]string{"state": "unknown"}

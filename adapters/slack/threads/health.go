@@ -21,6 +21,29 @@ type Health struct {
 	ErrorClass      string     `json:"error_class,omitempty"`
 }
 
+// HealthWithoutOutcome is Health's answer for an inquiry with no recorded effect outcome, from its
+// thread row's versions and channel (zero without a row) and whether its tenant has an active
+// destination.
+func HealthWithoutOutcome(desired, observed uint64, channel string, hasDestination bool) Health {
+	h := Health{DesiredVersion: desired, ObservedVersion: observed, Channel: channel}
+	h.State = h.state(hasDestination)
+	return h
+}
+
+// state decides the state from the versions, the last outcome and whether a destination exists.
+func (h Health) state(has bool) string {
+	switch {
+	case h.DesiredVersion > 0 && h.ObservedVersion >= h.DesiredVersion:
+		return "synced"
+	case !has && h.ObservedVersion == 0:
+		return "disabled"
+	case h.LastError != "":
+		return "failed"
+	default:
+		return "pending"
+	}
+}
+
 // Health reads an inquiry's thread state. Versions come from the slackintents projection (desired
 // from the inquiry stream, observed from thread events); the last outcome from the runtime.
 func (w *Worker) Health(ctx context.Context, tenant domain.TenantID, id domain.InquiryID) (Health, error) {
@@ -50,16 +73,7 @@ func (w *Worker) Health(ctx context.Context, tenant domain.TenantID, id domain.I
 	if err != nil {
 		return h, err
 	}
-	switch {
-	case h.DesiredVersion > 0 && h.ObservedVersion >= h.DesiredVersion:
-		h.State = "synced"
-	case !has && h.ObservedVersion == 0:
-		h.State = "disabled"
-	case h.LastError != "":
-		h.State = "failed"
-	default:
-		h.State = "pending"
-	}
+	h.State = h.state(has)
 	return h, nil
 }
 
