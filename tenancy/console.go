@@ -209,6 +209,7 @@ func (s *Store) SetProfile(ctx context.Context, slug string, name *string, cats 
 	if cur.Categories == nil {
 		b = []byte("[]")
 	}
+	defer s.forgetPublic(slug)
 	if _, err := s.db.ExecContext(ctx, s.db.Rebind(`INSERT INTO tenant_profiles (tenant_id, name, categories) VALUES (?, ?, ?)
 		ON CONFLICT (tenant_id) DO UPDATE SET name = excluded.name, categories = excluded.categories`), t.ID, cur.Name, string(b)); err != nil {
 		return Profile{}, fmt.Errorf("set profile: %w", err)

@@ -4,6 +4,9 @@
 //
 // Tokens are random (256 bits), shown once, and stored as SHA-256 hashes; a lookup of an unknown,
 // revoked or expired token fails closed with domain.ErrUnauthenticated.
+//
+// The one exception is PublicTenant, the public routes' tenant lookup, which may serve an answer
+// from memory for Store.PublicCacheTTL (see there).
 package tenancy
 
 import (
@@ -61,6 +64,10 @@ type Store struct {
 	now func() time.Time
 	// TokenTTL is the lifetime of the first token of a new tenant or principal; zero never expires.
 	TokenTTL time.Duration
+	// PublicCacheTTL is how long PublicTenant may serve an answer from memory; zero reads the
+	// database every time. Set it before the Store is used.
+	PublicCacheTTL time.Duration
+	public         publicCache
 }
 
 // New migrates the tenancy tables and returns a store.
@@ -113,6 +120,7 @@ func (s *Store) CreateTenant(ctx context.Context, slug string) (Tenant, domain.P
 	t := Tenant{ID: domain.TenantID(NewID()), Slug: slug}
 	p := domain.Principal{ID: domain.PrincipalID(NewID()), TenantID: t.ID, Name: "admin", Role: domain.RoleAdmin}
 	token := NewToken()
+	defer s.forgetPublic(slug)
 	err := sqldb.InTx(ctx, s.db, func(tx *sql.Tx) error {
 		var n int
 		if err := tx.QueryRowContext(ctx, s.db.Rebind(`SELECT count(*) FROM tenants WHERE slug = ?`), slug).Scan(&n); err != nil {

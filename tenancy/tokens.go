@@ -200,6 +200,7 @@ func (s *Store) SetOrigins(ctx context.Context, slug string, origins []string) (
 	if err != nil {
 		return nil, err
 	}
+	defer s.forgetPublic(slug)
 	err = sqldb.InTx(ctx, s.db, func(tx *sql.Tx) error {
 		if _, err := tx.ExecContext(ctx, s.db.Rebind(`DELETE FROM tenant_origins WHERE tenant_id = ?`), t.ID); err != nil {
 			return err
@@ -217,14 +218,14 @@ func (s *Store) SetOrigins(ctx context.Context, slug string, origins []string) (
 	return norm, nil
 }
 
-// PublicTenant finds a tenant by slug with its trusted origins and its public profile, in one
-// query, for the public form and intake. An unknown slug is domain.ErrNotFound.
-func (s *Store) PublicTenant(ctx context.Context, slug string) (Tenant, []string, Profile, error) {
+// lookupPublic reads a tenant by slug with its trusted origins and its public profile, in one
+// query. An unknown slug is domain.ErrNotFound.
+func (s *Store) lookupPublic(ctx context.Context, slug string) (publicEntry, error) {
 	rows, err := s.db.QueryContext(ctx, s.db.Rebind(`SELECT t.id, t.slug, o.origin, p.name, p.categories FROM tenants t
 		LEFT JOIN tenant_origins o ON o.tenant_id = t.id LEFT JOIN tenant_profiles p ON p.tenant_id = t.id
 		WHERE t.slug = ? ORDER BY o.origin`), slug)
 	if err != nil {
-		return Tenant{}, nil, Profile{}, err
+		return publicEntry{}, err
 	}
 	defer rows.Close()
 	var t Tenant
@@ -233,21 +234,21 @@ func (s *Store) PublicTenant(ctx context.Context, slug string) (Tenant, []string
 	for rows.Next() {
 		var o sql.NullString
 		if err := rows.Scan(&t.ID, &t.Slug, &o, &name, &cats); err != nil {
-			return Tenant{}, nil, Profile{}, err
+			return publicEntry{}, err
 		}
 		if o.Valid {
 			origins = append(origins, o.String)
 		}
 	}
 	if err := rows.Err(); err != nil {
-		return Tenant{}, nil, Profile{}, err
+		return publicEntry{}, err
 	}
 	if t.ID == "" {
-		return Tenant{}, nil, Profile{}, fmt.Errorf("tenant %q: %w", slug, domain.ErrNotFound)
+		return publicEntry{}, fmt.Errorf("tenant %q: %w", slug, domain.ErrNotFound)
 	}
 	p, err := profileOf(t, name, cats)
 	if err != nil {
-		return Tenant{}, nil, Profile{}, err
+		return publicEntry{}, err
 	}
-	return t, origins, p, nil
+	return publicEntry{tenant: t, origins: origins, profile: p}, nil
 }
