@@ -101,6 +101,10 @@ type Config struct {
 	RetentionTick time.Duration
 	// Attachments bounds attachments per file, per inquiry and per tenant (zero: the defaults).
 	Attachments commands.AttachmentLimits
+	// TenantCacheTTL is how long the public routes may serve a tenant, its trusted origins and its
+	// profile from memory (tenancy.DefaultPublicCacheTTL if zero; negative: read every time). A
+	// change made by another process is seen within it; one made through this App at once.
+	TenantCacheTTL time.Duration
 }
 
 // App is an opened Casebook.
@@ -256,6 +260,12 @@ func (a *App) wire(ctx context.Context) error {
 	secret, err := ten.Secret(ctx)
 	if err != nil {
 		return err
+	}
+	switch ttl := a.Config.TenantCacheTTL; {
+	case ttl == 0:
+		ten.PublicCacheTTL = tenancy.DefaultPublicCacheTTL
+	case ttl > 0:
+		ten.PublicCacheTTL = ttl
 	}
 	a.Tenancy = ten
 	if err := a.wireKeys(ctx, secret); err != nil {

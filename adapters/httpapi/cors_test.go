@@ -7,10 +7,13 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/casebook/casebook/app"
 	"github.com/casebook/casebook/internal/browsertest"
+	"github.com/casebook/casebook/tenancy"
 )
 
 func (tb *testBundle) preflight(t *testing.T, slug, origin, method, headers string) resp {
@@ -72,6 +75,51 @@ func TestCORSForTrustedOrigins(t *testing.T) {
 	}
 	if r := tb.intake(t, "acme", nil, submission); r.status != 202 || r.header.Get("Access-Control-Allow-Origin") != "" {
 		t.Fatalf("no Origin = %d %v", r.status, r.header)
+	}
+}
+
+// TestRemovedOriginRefused: the public routes serve a tenant's trusted origins from memory
+// (app.Config.TenantCacheTTL, 1 s by default). An origin removed through this process is refused
+// by the next request; one removed by another process (a second tenancy store on the same
+// database) is refused once the TTL has passed, and served until then.
+func TestRemovedOriginRefused(t *testing.T) {
+	t.Parallel()
+	clk := &fakeClock{t: time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)}
+	tb := setupWith(t, func(c *app.Config) { c.Public, c.Now = unlimited, clk.Now })
+	ctx := t.Context()
+	const a, b = "https://a.example", "https://b.example"
+	if _, err := tb.app.Tenancy.SetOrigins(ctx, "acme", []string{a, b}); err != nil {
+		t.Fatal(err)
+	}
+	post := func(origin string) int {
+		return tb.intake(t, "acme", map[string]string{"Origin": origin, "Sec-Fetch-Site": "cross-site"}, submission).status
+	}
+	allowed := func(origin string) bool {
+		return tb.preflight(t, "acme", origin, "POST", "content-type").header.Get("Access-Control-Allow-Origin") == origin
+	}
+	if post(a) != 202 || post(b) != 202 || !allowed(a) || !allowed(b) {
+		t.Fatal("trusted origins refused")
+	}
+	if _, err := tb.app.Tenancy.SetOrigins(ctx, "acme", []string{b}); err != nil {
+		t.Fatal(err)
+	}
+	if got := post(a); got != 403 || allowed(a) {
+		t.Fatalf("origin removed through this process: POST %d, preflight allowed %v; want 403 and no CORS", got, allowed(a))
+	}
+	other, err := tenancy.New(ctx, tb.app.DB, clk.Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := other.SetOrigins(ctx, "acme", nil); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(999 * time.Millisecond)
+	if got := post(b); got != 202 || !allowed(b) {
+		t.Fatalf("within the TTL of a change by another process: POST %d, preflight allowed %v; want the cached origins", got, allowed(b))
+	}
+	clk.Advance(time.Millisecond)
+	if got := post(b); got != 403 || allowed(b) {
+		t.Fatalf("after the TTL: POST %d, preflight allowed %v; want 403 and no CORS", got, allowed(b))
 	}
 }
 

@@ -60,6 +60,7 @@ func bench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	cpuProfile := fs.String("cpuprofile", "", "also write the first Casebook round's CPU profile to this file (go tool pprof)")
 	keep := fs.Bool("keep", false, "allow a database that already holds events, and keep what the bench writes")
 	intakeOnly := fs.Bool("intake-only", false, "also run each round with the subscribers held (they catch up afterwards): the intake path's own throughput")
+	tenantCache := tenantCacheFlag(fs)
 	fs.Lookup("data-dir").DefValue = "(a temporary directory)"
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -125,6 +126,9 @@ func bench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	off := ratelimit.Rate{Off: true} // loopback clients: the public rate limits would measure themselves
 	cfg := sf.config(log)
 	cfg.Public = httpapi.PublicConfig{ClientRate: off, TenantRate: off}
+	if err := tenantCache(&cfg); err != nil {
+		return err
+	}
 	if cfg.DataKeys, err = sf.masterKeys(); err != nil {
 		return err
 	}

@@ -262,6 +262,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	oauth := slackOAuthFlags(fs)
 	effects := slackEffectFlags(fs)
 	attachments := attachmentFlags(fs)
+	tenantCache := tenantCacheFlag(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -287,6 +288,9 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 		return err
 	}
 	if err := attachments(&cfg); err != nil {
+		return err
+	}
+	if err := tenantCache(&cfg); err != nil {
 		return err
 	}
 	a, err := app.Open(ctx, cfg)

@@ -4,11 +4,14 @@ import (
 	"flag"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/casebook/casebook/adapters/console"
 	"github.com/casebook/casebook/adapters/httpapi"
+	"github.com/casebook/casebook/app"
 	"github.com/casebook/casebook/internal/clientaddr"
 	"github.com/casebook/casebook/internal/ratelimit"
+	"github.com/casebook/casebook/tenancy"
 )
 
 // publicFlags adds the public intake's limits to serve's flags, each with a CASEBOOK_* default, and
@@ -86,5 +89,24 @@ func consoleFlags(fs *flag.FlagSet) func() (ratelimit.Rate, error) {
 		}
 		r.Burst = r.Events
 		return r, nil
+	}
+}
+
+// tenantCacheFlag adds --tenant-cache-ttl (serve, bench); the returned function sets it on the
+// configuration after parsing. 0 turns the cache off.
+func tenantCacheFlag(fs *flag.FlagSet) func(*app.Config) error {
+	spec := fs.String("tenant-cache-ttl", envOr("CASEBOOK_TENANT_CACHE_TTL", tenancy.DefaultPublicCacheTTL.String()),
+		"how long the public routes serve a tenant, its trusted origins and profile from memory; "+
+			"changes from other processes are seen within it; 0: read every time (CASEBOOK_TENANT_CACHE_TTL)")
+	return func(cfg *app.Config) error {
+		d, err := time.ParseDuration(*spec)
+		if err != nil || d < 0 {
+			return fmt.Errorf("--tenant-cache-ttl %q: want a duration such as 1s, or 0 for no cache", *spec)
+		}
+		cfg.TenantCacheTTL = d
+		if d == 0 {
+			cfg.TenantCacheTTL = -1 // app.Config: negative is off, zero the default
+		}
+		return nil
 	}
 }
