@@ -176,6 +176,6 @@ func TestDetailIsTenantScoped(t *testing.T) {
 		rows(other.ID)
 		want(other.ID, false, false, queries.SlackPresence{}, false)
 		rows(acme.ID)
-		want(acme.ID, true, true, queries.SlackPresence{Thread: true, Desired: 7, Observed: 5, Channel: "C9", Outcome: true, Destination: true, Lists: true}, true)
+		want(acme.ID, true, true, queries.SlackPresence{Desired: 7, Observed: 5, Channel: "C9", Outcome: true, Destination: true, Lists: true}, true)
 	})
 }

@@ -35,8 +35,7 @@ type Detail struct {
 // SlackPresence is an inquiry's Slack state as Detail reads it: its thread row (slackintents)
 // and whether anything else holds Slack state for it.
 type SlackPresence struct {
-	// Thread: the inquiry has a thread row, whose versions and channel follow.
-	Thread            bool
+	// The inquiry's thread row's versions and channel (zero without a row).
 	Desired, Observed uint64
 	Channel           string
 	// Outcome: an effect outcome (success or failure) is recorded for the inquiry.
@@ -71,7 +70,7 @@ func detailSQL(parts DetailParts) string {
 	EXISTS (SELECT 1 FROM due_jobs j WHERE j.tenant_id = q.tenant_id AND j.inquiry_id = q.id AND j.state IN ('pending', 'claimed'))`)
 	}
 	if parts.Slack {
-		b.WriteString(`, t.inquiry_id IS NOT NULL, t.desired_version, t.observed_version, t.channel_id,
+		b.WriteString(`, t.desired_version, t.observed_version, t.channel_id,
 	EXISTS (SELECT 1 FROM slack_effect_health h WHERE h.tenant_id = q.tenant_id AND h.inquiry_id = q.id),
 	EXISTS (SELECT 1 FROM slack_destinations d WHERE d.tenant_id = q.tenant_id AND d.active = 1),
 	EXISTS (SELECT 1 FROM slack_list_projections l WHERE l.tenant_id = q.tenant_id)`)
@@ -106,7 +105,7 @@ func (r *Reader) Detail(ctx context.Context, tenant domain.TenantID, id domain.I
 		extra = append(extra, &hasClock, &due, &next, &frDue, &resDue, &fr, &breached, &level, &watchers, &team, &d.DueJobs)
 	}
 	if parts.Slack {
-		extra = append(extra, &d.Slack.Thread, &desired, &observed, &channel, &d.Slack.Outcome, &d.Slack.Destination, &d.Slack.Lists)
+		extra = append(extra, &desired, &observed, &channel, &d.Slack.Outcome, &d.Slack.Destination, &d.Slack.Lists)
 	}
 	if parts.Attachments {
 		extra = append(extra, &d.Attachments)

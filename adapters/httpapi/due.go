@@ -298,10 +298,11 @@ func (s *Server) withDue(ctx context.Context, tenant domain.TenantID, id domain.
 	}
 	extra["sla"] = c
 	jobs := []pendingJob{}
-	for _, st := range []duejobs.State{duejobs.StatePending, duejobs.StateClaimed} {
-		if !d.DueJobs {
-			break
-		}
+	var states []duejobs.State // none to read when the inquiry has no pending or claimed job
+	if d.DueJobs {
+		states = []duejobs.State{duejobs.StatePending, duejobs.StateClaimed}
+	}
+	for _, st := range states {
 		list, err := s.Due.DueJobs(ctx, tenant, duejobs.ListFilter{Inquiry: id, State: st})
 		if err != nil {
 			s.logger().WarnContext(ctx, "pending due jobs unavailable", "err", err)
