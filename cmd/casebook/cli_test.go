@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +13,10 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/casebook/casebook/app"
+	"github.com/casebook/casebook/tenancy"
 )
 
 // commandLines enumerates every command and subcommand the usage text lists.
@@ -215,5 +220,42 @@ func TestTenantsSetPortal(t *testing.T) {
 	}
 	if code, _, stderr := runCLI(t, "tenants", "set-portal", "--slug", "nope", "--data-dir", dir); code == 0 {
 		t.Errorf("unknown tenant: exit 0, %s", stderr)
+	}
+}
+
+// TestTenantCacheTTLFlag: --tenant-cache-ttl (and CASEBOOK_TENANT_CACHE_TTL) sets the public
+// routes' tenant cache: a duration keeps it, 0 turns it off (app.Config's negative), the default
+// is tenancy.DefaultPublicCacheTTL; a negative or malformed value is refused, naming the flag.
+func TestTenantCacheTTLFlag(t *testing.T) {
+	parse := func(args ...string) (time.Duration, error) {
+		fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+		set := tenantCacheFlag(fs)
+		if err := fs.Parse(args); err != nil {
+			return 0, err
+		}
+		var cfg app.Config
+		err := set(&cfg)
+		return cfg.TenantCacheTTL, err
+	}
+	for _, c := range []struct {
+		args []string
+		want time.Duration
+	}{
+		{nil, tenancy.DefaultPublicCacheTTL},
+		{[]string{"--tenant-cache-ttl", "250ms"}, 250 * time.Millisecond},
+		{[]string{"--tenant-cache-ttl", "0"}, -1},
+	} {
+		if got, err := parse(c.args...); err != nil || got != c.want {
+			t.Errorf("%v: %v, %v; want %v", c.args, got, err, c.want)
+		}
+	}
+	for _, bad := range []string{"-1s", "soon", "5"} {
+		if got, err := parse("--tenant-cache-ttl", bad); err == nil || !strings.Contains(err.Error(), "--tenant-cache-ttl") {
+			t.Errorf("%q: %v, %v; want a refusal naming the flag", bad, got, err)
+		}
+	}
+	t.Setenv("CASEBOOK_TENANT_CACHE_TTL", "3s")
+	if got, err := parse(); err != nil || got != 3*time.Second {
+		t.Errorf("from the environment: %v, %v; want 3s", got, err)
 	}
 }
