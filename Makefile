@@ -9,7 +9,7 @@ CLIENT   := ops/goclient
 FUZZTIME ?= 10s
 FUZZ     := ./adapters/httpapi:FuzzIntakeDecode ./commands:FuzzNormalize \
             ./adapters/slack/callbacks:FuzzVerify ./adapters/slack/callbacks:FuzzParseInteraction \
-            ./projections/querymodel:FuzzFastDecodeMatchesJSON \
+            ./projections/querymodel:FuzzFastDecodeMatchesJSON ./internal/flatjson:FuzzEachOnlyValidJSON \
             ./eventstore/sealed:FuzzTenantOf ./eventstore/sealed:FuzzOpenMembers
 
 .PHONY: help run build test test-race test-short lint bench fuzz tidy client

@@ -123,16 +123,50 @@ func literal(b []byte, i int) ([]byte, int, bool) {
 		return nil, 0, false
 	}
 	v := string(b[i:j])
-	switch {
-	case v == "true" || v == "false" || v == "null":
-	case (v[0] >= '0' && v[0] <= '9') || v[0] == '-':
-		for k := 0; k < len(v); k++ {
-			if v[k] >= 'a' && v[k] <= 'z' && v[k] != 'e' {
-				return nil, 0, false
-			}
-		}
-	default:
+	if v != "true" && v != "false" && v != "null" && !number(v) {
 		return nil, 0, false
 	}
 	return b[i:j], j, true
+}
+
+// number reports whether v is a JSON number (RFC 8259 section 6): no leading zeros, no plus sign,
+// digits on both sides of a point.
+func number(v string) bool {
+	digits := func(i int) int {
+		for i < len(v) && v[i] >= '0' && v[i] <= '9' {
+			i++
+		}
+		return i
+	}
+	i := 0
+	if i < len(v) && v[i] == '-' {
+		i++
+	}
+	switch {
+	case i < len(v) && v[i] == '0':
+		i++
+	case i < len(v) && v[i] >= '1' && v[i] <= '9':
+		i = digits(i)
+	default:
+		return false
+	}
+	if i < len(v) && v[i] == '.' {
+		j := digits(i + 1)
+		if j == i+1 {
+			return false
+		}
+		i = j
+	}
+	if i < len(v) && (v[i] == 'e' || v[i] == 'E') {
+		i++
+		if i < len(v) && (v[i] == '+' || v[i] == '-') {
+			i++
+		}
+		j := digits(i)
+		if j == i {
+			return false
+		}
+		i = j
+	}
+	return i == len(v)
 }

@@ -3,7 +3,6 @@ package querymodel
 import (
 	"encoding/json"
 	"strconv"
-	"time"
 
 	"github.com/casebook/casebook/domain"
 	"github.com/casebook/casebook/internal/flatjson"
@@ -35,9 +34,8 @@ func decodeMeta(b []byte) (domain.Metadata, error) {
 		}
 	})
 	if ok && !bad && at != nil {
-		t, err := time.Parse(time.RFC3339Nano, string(at))
-		if err == nil {
-			m.OccurredAt = t
+		// UnmarshalText is the RFC 3339 parse encoding/json uses for time.Time.
+		if err := m.OccurredAt.UnmarshalText(at); err == nil {
 			return m, nil
 		}
 	}

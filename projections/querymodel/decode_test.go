@@ -56,6 +56,10 @@ var seeds = []struct {
 	{"NoteAdded", `{"body":"plain ünïcödé","extra":1}`},
 	{"NoteAdded", ` { "body" : "spaced" } `},
 	{"NoteAdded", `{"body":{"nested":true}}`},
+	{"NoteAdded", `{"body":"b","n":00}`},
+	{"NoteAdded", `{"body":"b","n":-}`},
+	{"NoteAdded", `{"body":"b","n":1e}`},
+	{"NoteAdded", `{"body":"b","n":-0.5E+3}`},
 	{"NoteAdded", `{"body":12}`},
 	{"InquiryTriaged", `{"priority":"high","priority":null}`},
 	{"NoteAdded", `{"BodY":{}}`},
@@ -77,6 +81,9 @@ func TestFastDecodeMatchesJSON(t *testing.T) {
 		[]byte(`{"tenant_id":"t\u002d1","actor":"p","occurred_at":"2026-11-01T09:00:00Z","schema_version":1}`),
 		[]byte(`{"tenant_id":"t","occurred_at":"2026-11-01T09:00:00+02:00","schema_version":1,"x":[1]}`),
 		[]byte(`{"tenant_id":5}`),
+		[]byte(`{"tenant_id":"t","occurred_at":"2026-11-01T09:00:00Z","schema_version":01}`),
+		[]byte(`{"tenant_id":"t","occurred_at":"2026-11-01T9:00:00Z","schema_version":1}`),
+		[]byte(`{"tenant_id":"t","occurred_at":"2026-11-01T09:00:00Z","schema_version":1,"x":1.}`),
 		[]byte(`not json`),
 	}
 	for _, m := range metas {
