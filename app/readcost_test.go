@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -177,5 +178,91 @@ func TestDetailIsTenantScoped(t *testing.T) {
 		want(other.ID, false, false, queries.SlackPresence{}, false)
 		rows(acme.ID)
 		want(acme.ID, true, true, queries.SlackPresence{Desired: 7, Observed: 5, Channel: "C9", Outcome: true, Destination: true, Lists: true}, true)
+	})
+}
+
+// TestDetailReadsByKey: the detail statement a GET sends reads every table through an index on
+// the caller's tenant and id, never by scanning one. On Postgres sequential scans are disabled for
+// the EXPLAIN, so a plan that still holds one had no usable index (as when a part was joined to
+// the query model's "C"-collated columns); on SQLite no table is SCANned.
+func TestDetailReadsByKey(t *testing.T) {
+	apptest.EachBackend(t, func(t *testing.T, cfg app.Config) {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+		a := apptest.Open(t, cfg)
+		ctx := t.Context()
+		ten, _, _, err := a.Tenancy.CreateTenant(ctx, "acme")
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, tok, err := a.Tenancy.CreatePrincipal(ctx, "acme", "Olga", domain.RoleOperator, "support")
+		if err != nil {
+			t.Fatal(err)
+		}
+		id := apptest.Intake(t, a, ten.ID, "k1")
+		apptest.CatchUp(t, a)
+		runQueryModel(t, a)
+		code, _, stmts := getStatements(t, a.Handler(), "/v1/inquiries/"+string(id), tok)
+		if code != http.StatusOK || len(stmts) == 0 || !strings.Contains(stmts[len(stmts)-1], "FROM qm_inquiries") {
+			t.Fatalf("GET = %d, statements %q", code, stmts)
+		}
+		stmt := stmts[len(stmts)-1]
+		// Each placeholder follows the column it binds: an id column takes the id, others the tenant.
+		var args []any
+		for _, m := range regexp.MustCompile(`\.(\w+) = (\?|\$\d+)`).FindAllStringSubmatch(stmt, -1) {
+			if m[1] == "id" || m[1] == "inquiry_id" {
+				args = append(args, id)
+			} else {
+				args = append(args, ten.ID)
+			}
+		}
+		var plan []string
+		if pool := a.DB.PgxPool(); pool != nil {
+			conn, err := pool.Acquire(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Release()
+			if _, err := conn.Exec(ctx, `SET enable_seqscan = off`); err != nil {
+				t.Fatal(err)
+			}
+			defer func() { _, _ = conn.Exec(context.Background(), `RESET enable_seqscan`) }()
+			rows, err := conn.Query(ctx, "EXPLAIN "+stmt, args...)
+			if err != nil {
+				t.Fatalf("%v\n%s", err, stmt)
+			}
+			for rows.Next() {
+				var line string
+				if err := rows.Scan(&line); err != nil {
+					t.Fatal(err)
+				}
+				plan = append(plan, line)
+			}
+			if err := rows.Err(); err != nil {
+				t.Fatal(err)
+			}
+		} else {
+			rows, err := a.DB.QueryContext(ctx, "EXPLAIN QUERY PLAN "+stmt, args...)
+			if err != nil {
+				t.Fatalf("%v\n%s", err, stmt)
+			}
+			defer func() { _ = rows.Close() }()
+			for rows.Next() {
+				var id, parent, unused int
+				var detail string
+				if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+					t.Fatal(err)
+				}
+				plan = append(plan, detail)
+			}
+			if err := rows.Err(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, line := range plan {
+			if strings.Contains(line, "Seq Scan") || strings.HasPrefix(strings.TrimSpace(line), "SCAN ") {
+				t.Errorf("the detail statement scans a table:\n%s\n\n%s", strings.Join(plan, "\n"), stmt)
+				break
+			}
+		}
 	})
 }
