@@ -240,6 +240,7 @@ type Runner struct {
 	lease    *lease
 	effects  *effectSink
 	progress chan struct{} // closed and replaced whenever the checkpoint advances
+	waiting  func()        // tests: called each time WaitFor is about to block
 }
 
 // DefaultLeaseTTL is the takeover delay after an owner dies.
@@ -806,47 +807,63 @@ const FollowInterval = 50 * time.Millisecond
 
 // WaitFor blocks until the generation that serves reads has applied p, or ctx ends. The in-memory
 // position counts only while this runner owns the active generation; otherwise (another replica
-// owns it, or a rebuild has just switched generations) it follows that generation's checkpoint.
+// owns it, or a rebuild has switched generations) it follows that generation's checkpoint.
+//
+// Which generation is active is read from the store once the in-memory position has reached p
+// (so a switch before that moment is seen), or at once when this runner does not own its
+// generation, and again after each FollowInterval tick while that answer keeps the wait going. An
+// owner that has not reached p waits for its batches without reading: with many waiters
+// (read-your-writes under load) a read per waiter per tick cost more than the batches.
 func (r *Runner) WaitFor(ctx context.Context, p eventstore.Position) error {
 	r.init()
 	tick := time.NewTicker(FollowInterval)
 	defer tick.Stop()
-	// The active generation is read again only on the ticker, not on every batch's wake-up: with
-	// many waiters (read-your-writes under load) a read per wake-up each cost more than the batches.
-	reread := true
-	var active Generation
+	var active Generation // as last read; 0 before the first read
+	fresh := false        // active was read since the last tick
 	for {
-		if reread {
-			active = r.Build
-			if active == 0 {
-				st, err := ReadState(ctx, r.DB, r.Projection.Name())
-				if err != nil {
-					return err
-				}
-				active = st.ActiveGen
-			}
-			reread = false
-		}
 		r.mu.Lock()
-		mine := r.status.Owner && r.gen == active
-		reached := mine && !r.status.Position.Less(p)
+		gen, owner := r.gen, r.status.Owner
+		reached := owner && !r.status.Position.Less(p)
 		ch := r.progress
 		r.mu.Unlock()
-		if reached {
+		if !fresh && (reached || !owner || (active != 0 && active != gen)) {
+			a, err := r.activeGeneration(ctx)
+			if err != nil {
+				return err
+			}
+			active, fresh = a, true
+		}
+		if reached && gen == active {
 			return nil
 		}
-		if !mine {
+		if fresh && (!owner || gen != active) {
 			cp, err := Checkpoint(ctx, r.DB, checkpointName(r.Projection, active))
 			if err == nil && !cp.Less(p) {
 				return nil
 			}
+		}
+		if r.waiting != nil {
+			r.waiting()
 		}
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-ch:
 		case <-tick.C:
-			reread = true
+			fresh = false
 		}
 	}
+}
+
+// activeGeneration is the generation reads are served from: the one this runner builds, when it
+// builds one, else the projection's active generation as stored.
+func (r *Runner) activeGeneration(ctx context.Context) (Generation, error) {
+	if r.Build != 0 {
+		return r.Build, nil
+	}
+	st, err := ReadState(ctx, r.DB, r.Projection.Name())
+	if err != nil {
+		return 0, err
+	}
+	return st.ActiveGen, nil
 }

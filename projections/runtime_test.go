@@ -492,3 +492,68 @@ func TestHoldIsWaitedBeforeEachBatch(t *testing.T) {
 		}
 	})
 }
+
+// TestWaitForReadsStateOnceReached: an owner waiting for a position it has not applied reads
+// nothing from the store while it waits; once its batch reaches the position it reads the active
+// generation once, to confirm the position counts, and answers.
+func TestWaitForReadsStateOnceReached(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, db *sqldb.DB) {
+		tb := newBundle(t, db)
+		var held atomic.Bool
+		holding, release := make(chan struct{}, 1), make(chan struct{})
+		r := &Runner{Store: tb.store, DB: tb.db, Projection: &probe{}, Owner: "test", Hold: func(ctx context.Context) error {
+			if !held.Load() {
+				return nil
+			}
+			holding <- struct{}{}
+			select {
+			case <-release:
+				return nil
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}}
+		waiting := make(chan struct{}, 1)
+		r.waiting = func() {
+			select {
+			case waiting <- struct{}{}:
+			default:
+			}
+		}
+		if err := r.Setup(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		tb.append(t, "s-1", "a")
+		run(t, r)
+		waitHead(t, r, tb.store)
+		held.Store(true)
+		b := tb.append(t, "s-2", "b")
+		select {
+		case <-holding:
+		case <-time.After(20 * time.Second):
+			t.Fatal("the batch of b was not held")
+		}
+		for len(waiting) > 0 { // waitHead's wake-ups
+			<-waiting
+		}
+		ctx, log := sqldb.WithStatementLog(t.Context())
+		done := make(chan error, 1)
+		go func() { done <- r.WaitFor(ctx, b.Position) }()
+		select {
+		case <-waiting:
+		case err := <-done:
+			t.Fatalf("WaitFor answered %v before b was applied", err)
+		}
+		if stmts := log.Statements(); len(stmts) != 0 {
+			t.Fatalf("waiting for the runner's own batch read the store: %q", stmts)
+		}
+		close(release)
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		if stmts := log.Statements(); len(stmts) != 1 || !strings.Contains(stmts[0], "projection_state") {
+			t.Fatalf("after the batch WaitFor sent %q, want one read of the active generation", stmts)
+		}
+	})
+}
