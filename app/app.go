@@ -32,6 +32,7 @@ import (
 	"github.com/casebook/casebook/eventstore/postgres"
 	"github.com/casebook/casebook/eventstore/sealed"
 	"github.com/casebook/casebook/eventstore/sqlite"
+	"github.com/casebook/casebook/internal/coalesce"
 	"github.com/casebook/casebook/internal/ratelimit"
 	"github.com/casebook/casebook/internal/sqldb"
 	"github.com/casebook/casebook/projections"
@@ -156,6 +157,8 @@ type App struct {
 	// process the only server; random per process otherwise.
 	owner   string
 	closers []func() error
+	// heads shares the log's head among concurrent consistent reads (committedHead).
+	heads coalesce.Group[struct{}, eventstore.Position]
 }
 
 // DBFile is the embedded database's file name inside the data directory.
@@ -352,9 +355,13 @@ func (a *App) wireSlack(ctx context.Context, secret []byte, qm *projections.Runn
 
 // committedHead is the log's head for consistent reads: the last event committed now, without
 // waiting for transactions in front of it (eventstore.CommittedHead). The query model reaches it
-// only after everything before it, so waiting for that is the read's whole wait.
+// only after everything before it, so waiting for that is the read's whole wait. Concurrent
+// requests share a read that began after each arrived (coalesce): one read per moment, not one
+// per request, and never a head older than the request.
 func (a *App) committedHead(ctx context.Context) (eventstore.Position, error) {
-	return eventstore.CommittedHead(ctx, a.Store)
+	return a.heads.Do(ctx, struct{}{}, func(ctx context.Context) (eventstore.Position, error) {
+		return eventstore.CommittedHead(ctx, a.Store)
+	})
 }
 
 // QueryModel returns the query-model runner.

@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/casebook/casebook/eventstore"
+	"github.com/casebook/casebook/internal/coalesce"
 	"github.com/casebook/casebook/internal/sqldb"
 )
 
@@ -241,6 +242,8 @@ type Runner struct {
 	effects  *effectSink
 	progress chan struct{} // closed and replaced whenever the checkpoint advances
 	waiting  func()        // tests: called each time WaitFor is about to block
+	// active shares WaitFor's reads of the active generation among concurrent waiters.
+	active coalesce.Group[struct{}, Generation]
 }
 
 // DefaultLeaseTTL is the takeover delay after an owner dies.
@@ -856,14 +859,14 @@ func (r *Runner) WaitFor(ctx context.Context, p eventstore.Position) error {
 }
 
 // activeGeneration is the generation reads are served from: the one this runner builds, when it
-// builds one, else the projection's active generation as stored.
+// builds one, else the projection's active generation as stored, read after the call began
+// (concurrent waiters share reads; see coalesce).
 func (r *Runner) activeGeneration(ctx context.Context) (Generation, error) {
 	if r.Build != 0 {
 		return r.Build, nil
 	}
-	st, err := ReadState(ctx, r.DB, r.Projection.Name())
-	if err != nil {
-		return 0, err
-	}
-	return st.ActiveGen, nil
+	return r.active.Do(ctx, struct{}{}, func(ctx context.Context) (Generation, error) {
+		st, err := ReadState(ctx, r.DB, r.Projection.Name())
+		return st.ActiveGen, err
+	})
 }

@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/casebook/casebook/domain"
+	"github.com/casebook/casebook/internal/coalesce"
 	"github.com/casebook/casebook/internal/sqldb"
 )
 
@@ -68,6 +69,15 @@ type Store struct {
 	// database every time. Set it before the Store is used.
 	PublicCacheTTL time.Duration
 	public         publicCache
+	// tokenReads shares Authenticate's reads of one token among its concurrent requests.
+	tokenReads coalesce.Group[string, tokenRow]
+}
+
+// tokenRow is a token's row as Authenticate reads it; found is false when there is none.
+type tokenRow struct {
+	p                domain.Principal
+	expires, revoked sql.NullInt64
+	found            bool
 }
 
 // New migrates the tenancy tables and returns a store.
@@ -203,17 +213,27 @@ func (s *Store) Authenticate(ctx context.Context, token string) (domain.Principa
 	if !strings.HasPrefix(token, "cb_") {
 		return domain.Principal{}, domain.ErrUnauthenticated
 	}
-	var p domain.Principal
-	var expires, revoked sql.NullInt64
-	err := s.db.QueryRowContext(ctx, s.db.Rebind(`SELECT `+principalCols("p")+`, t.expires_at, t.revoked_at
-		FROM api_tokens t JOIN principals p ON p.id = t.principal_id WHERE t.hash = ?`), HashToken(token)).
-		Scan(&p.ID, &p.TenantID, &p.Name, &p.Role, &p.Team, &p.Disabled, &expires, &revoked)
-	if errors.Is(err, sql.ErrNoRows) {
-		return domain.Principal{}, domain.ErrUnauthenticated
-	}
+	// Concurrent requests with one token share a read that began after each arrived: a revocation
+	// committed before a request is always seen by it.
+	hash := HashToken(token)
+	row, err := s.tokenReads.Do(ctx, hash, func(ctx context.Context) (tokenRow, error) {
+		var r tokenRow
+		err := s.db.QueryRowContext(ctx, s.db.Rebind(`SELECT `+principalCols("p")+`, t.expires_at, t.revoked_at
+		FROM api_tokens t JOIN principals p ON p.id = t.principal_id WHERE t.hash = ?`), hash).
+			Scan(&r.p.ID, &r.p.TenantID, &r.p.Name, &r.p.Role, &r.p.Team, &r.p.Disabled, &r.expires, &r.revoked)
+		if errors.Is(err, sql.ErrNoRows) {
+			return r, nil
+		}
+		r.found = err == nil
+		return r, err
+	})
 	if err != nil {
 		return domain.Principal{}, fmt.Errorf("authenticate: %w", err)
 	}
+	if !row.found {
+		return domain.Principal{}, domain.ErrUnauthenticated
+	}
+	p, expires, revoked := row.p, row.expires, row.revoked
 	if revoked.Valid || (expires.Valid && s.now().UnixNano() >= expires.Int64) {
 		return domain.Principal{}, domain.ErrUnauthenticated
 	}

@@ -2,8 +2,10 @@ package tenancy_test
 
 import (
 	"errors"
+	"runtime"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -247,4 +249,63 @@ func TestPublicTenantOneStatement(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestRevocationSeenUnderConcurrentUse: while many requests authenticate with one token at once
+// (their reads are shared), every request that starts after RevokeToken has returned is refused,
+// and every one that ends before it began was accepted.
+func TestRevocationSeenUnderConcurrentUse(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, db *sqldb.DB) {
+		ctx := t.Context()
+		s, err := tenancy.New(ctx, db, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _, tok, err := s.CreateTenant(ctx, "acme")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var revoked atomic.Bool
+		var accepted, refused atomic.Int64
+		stop := make(chan struct{})
+		var wg sync.WaitGroup
+		for range 16 {
+			wg.Go(func() {
+				for {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					after := revoked.Load()
+					_, err := s.Authenticate(ctx, tok)
+					switch {
+					case after && !errors.Is(err, domain.ErrUnauthenticated):
+						t.Errorf("a request that started after the revocation: %v, want refused", err)
+						return
+					case err == nil:
+						accepted.Add(1)
+					case errors.Is(err, domain.ErrUnauthenticated):
+						refused.Add(1)
+					default:
+						t.Errorf("authenticate: %v", err)
+						return
+					}
+				}
+			})
+		}
+		for accepted.Load() < 200 {
+			runtime.Gosched()
+		}
+		if err := s.RevokeToken(ctx, "acme", tenancy.TokenID(tok)); err != nil {
+			t.Fatal(err)
+		}
+		revoked.Store(true)
+		for refused.Load() < 200 {
+			runtime.Gosched()
+		}
+		close(stop)
+		wg.Wait()
+	})
 }
