@@ -127,7 +127,7 @@ func openSQLite(path, syncMode string, walLimit int64) (*DB, error) {
 	}
 	// wal_autocheckpoint(0): checkpoints run in the background, not inside a commit (see
 	// CheckpointEvery).
-	dsn := "file:" + path + "?_pragma=busy_timeout(30000)&_pragma=journal_mode(WAL)" +
+	dsn := "file:" + path + "?_pragma=busy_timeout(" + strconv.FormatInt(openBusyTimeout.Milliseconds(), 10) + ")&_pragma=journal_mode(WAL)" +
 		"&_pragma=synchronous(" + syncMode + ")&_pragma=foreign_keys(1)&_pragma=secure_delete(1)" +
 		"&_pragma=wal_autocheckpoint(0)&_pragma=journal_size_limit(" + strconv.FormatInt(walLimit, 10) + ")" +
 		"&_txlock=immediate"
@@ -137,7 +137,7 @@ func openSQLite(path, syncMode string, walLimit int64) (*DB, error) {
 	}
 	db.SetMaxOpenConns(8)
 	db.SetMaxIdleConns(8) // opening a connection re-runs the pragmas: keep them
-	if err := db.PingContext(context.Background()); err != nil {
+	if err := firstConnection(db); err != nil {
 		_ = db.Close()
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
@@ -160,6 +160,28 @@ func openSQLite(path, syncMode string, walLimit int64) (*DB, error) {
 		return true
 	})
 	return h, nil
+}
+
+// openBusyTimeout is the connections' busy_timeout, and how long an open waits for another to
+// finish switching a new file to WAL.
+const openBusyTimeout = 30 * time.Second
+
+// firstConnection opens db's first connection, which runs the DSN's pragmas. Switching a new file
+// to WAL needs its exclusive lock, and SQLite answers a connection that would deadlock for it
+// (another is switching too) SQLITE_BUSY at once instead of waiting out the busy timeout: such an
+// open is retried, with a growing pause, until the timeout.
+func firstConnection(db *sql.DB) error {
+	deadline := time.Now().Add(openBusyTimeout)
+	pause := time.Millisecond
+	for {
+		err := db.PingContext(context.Background())
+		var se *sqlite.Error
+		if err == nil || !errors.As(err, &se) || se.Code()&0xff != sqlite3.SQLITE_BUSY || time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(pause) // backing off a lock held by another open, not synchronising
+		pause = min(2*pause, 50*time.Millisecond)
+	}
 }
 
 // Migration is one versioned schema step. SQL holds statements separated by ";\n"; Postgres is used
