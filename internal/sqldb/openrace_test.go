@@ -1,6 +1,7 @@
 package sqldb
 
 import (
+	"os"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -30,6 +31,49 @@ func TestOpenSQLiteConcurrentlyOnNewFile(t *testing.T) {
 			if err != nil {
 				t.Fatalf("round %d, open %d: %v", round, i, err)
 			}
+		}
+	}
+}
+
+// TestOpenSQLiteEscapesPath: a path holding "#", "?" or "%" opens exactly that file, in WAL mode
+// with its busy timeout, and not the file its name would be cut short to.
+func TestOpenSQLiteEscapesPath(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	for _, name := range []string{"a#1", "a?b=1", "a%23b", "a"} {
+		path := filepath.Join(dir, name, "casebook.db")
+		db, err := OpenSQLite(path)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		var mode string
+		var timeout int
+		if err := db.QueryRowContext(t.Context(), `PRAGMA journal_mode`).Scan(&mode); err != nil {
+			t.Fatal(err)
+		}
+		if err := db.QueryRowContext(t.Context(), `PRAGMA busy_timeout`).Scan(&timeout); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.ExecContext(t.Context(), `CREATE TABLE marker (name TEXT)`); err != nil {
+			t.Fatalf("%s: %v (another path's file?)", name, err)
+		}
+		if err := db.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if mode != "wal" || timeout != int(openBusyTimeout.Milliseconds()) {
+			t.Errorf("%s: journal_mode %q, busy_timeout %d", name, mode, timeout)
+		}
+		if _, err := os.Stat(path); err != nil {
+			t.Errorf("%s: the file is not where it was asked for: %v", name, err)
+		}
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if !e.IsDir() {
+			t.Errorf("a file opened outside the asked-for directories: %s", e.Name())
 		}
 	}
 }

@@ -127,7 +127,7 @@ func openSQLite(path, syncMode string, walLimit int64) (*DB, error) {
 	}
 	// wal_autocheckpoint(0): checkpoints run in the background, not inside a commit (see
 	// CheckpointEvery).
-	dsn := "file:" + path + "?_pragma=busy_timeout(" + strconv.FormatInt(openBusyTimeout.Milliseconds(), 10) + ")&_pragma=journal_mode(WAL)" +
+	dsn := "file:" + uriPath(path) + "?_pragma=busy_timeout(" + strconv.FormatInt(openBusyTimeout.Milliseconds(), 10) + ")&_pragma=journal_mode(WAL)" +
 		"&_pragma=synchronous(" + syncMode + ")&_pragma=foreign_keys(1)&_pragma=secure_delete(1)" +
 		"&_pragma=wal_autocheckpoint(0)&_pragma=journal_size_limit(" + strconv.FormatInt(walLimit, 10) + ")" +
 		"&_txlock=immediate"
@@ -160,6 +160,13 @@ func openSQLite(path, syncMode string, walLimit int64) (*DB, error) {
 		return true
 	})
 	return h, nil
+}
+
+// uriPath escapes path for a SQLite URI filename (https://sqlite.org/uri.html): there "?" starts
+// the parameters, "#" a fragment and "%" an escape, so a data directory whose name held one of
+// them would open another file (the name cut short) or lose the connection's pragmas.
+func uriPath(path string) string {
+	return strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23").Replace(path)
 }
 
 // openBusyTimeout is the connections' busy_timeout, and how long an open waits for another to
