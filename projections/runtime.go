@@ -120,6 +120,14 @@ type Windowed interface {
 	BatchWindow() time.Duration
 }
 
+// ReadAwaited is implemented by projections that reads wait for (consistent=true, min_position, the
+// portal's reads). On SQLite a live runner's batches of such a projection go before the other
+// subscribers' in the writer lane (sqldb.WithLanePriority): a read waits for its batch, nobody
+// waits for theirs.
+type ReadAwaited interface {
+	AwaitedByReads()
+}
+
 // DefaultBatchWindow is the batch window of a projection that does not choose one. After applying a
 // small batch, a live runner reads the next one no sooner than this after it read the last, so under a
 // steady stream of intakes each subscriber commits at most about 1/window transactions a second,
@@ -643,6 +651,9 @@ func (r *Runner) applyBatch(ctx context.Context, l *lease, gen Generation, name 
 	last := p.evs[len(p.evs)-1].Position
 	at := r.Now()
 	renew := l.renewal(at)
+	if _, ok := r.Projection.(ReadAwaited); ok && r.Build == 0 {
+		ctx = sqldb.WithLanePriority(ctx)
+	}
 	parked, err := r.applyTx(ctx, l, gen, name, p, renew, nil)
 	if failed := (*batchFailure)(nil); errors.As(err, &failed) {
 		parked, err = r.applyTx(ctx, l, gen, name, p, renew, failed)

@@ -557,3 +557,50 @@ func TestWaitForReadsStateOnceReached(t *testing.T) {
 		}
 	})
 }
+
+// ctxProbe is a probe that records whether each Apply's context asked for the writer lane's
+// priority; awaitedProbe is one that reads wait for (ReadAwaited).
+type ctxProbe struct {
+	*probe
+	urgent, plain atomic.Int64
+}
+
+func (c *ctxProbe) Apply(ctx context.Context, b *Batch) error {
+	if sqldb.HasLanePriority(ctx) {
+		c.urgent.Add(1)
+	} else {
+		c.plain.Add(1)
+	}
+	return c.probe.Apply(ctx, b)
+}
+
+type awaitedProbe struct{ *ctxProbe }
+
+func (awaitedProbe) AwaitedByReads() {}
+
+// TestReadAwaitedBatchesHaveLanePriority: a live runner applies the batches of a projection that
+// reads wait for with the writer lane's priority, and those of any other projection without it.
+func TestReadAwaitedBatchesHaveLanePriority(t *testing.T) {
+	t.Parallel()
+	for _, awaited := range []bool{true, false} {
+		dbtest.Each(t, func(t *testing.T, db *sqldb.DB) {
+			tb := newBundle(t, db)
+			tb.append(t, "s-1", "a", "b")
+			rec := &ctxProbe{probe: &probe{}}
+			var p Projection = rec
+			if awaited {
+				p = awaitedProbe{rec}
+			}
+			r := &Runner{Store: tb.store, DB: tb.db, Projection: p, Owner: "test"}
+			if err := r.Setup(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+			run(t, r)
+			waitHead(t, r, tb.store)
+			with, without := rec.urgent.Load(), rec.plain.Load()
+			if with+without == 0 || (awaited && without != 0) || (!awaited && with != 0) {
+				t.Fatalf("awaited %v: %d batches with priority, %d without", awaited, with, without)
+			}
+		})
+	}
+}

@@ -19,6 +19,9 @@ import (
 // that arrived meanwhile; a subscriber still gets the lane within passOverFor plus two turns for
 // each replayable writer ahead of it, and a durable writer waits for at most one subscriber
 // transaction once subscribers are overdue.
+//
+// Among replayable writers, an urgent one (WithLanePriority: a subscriber that reads wait for)
+// goes before the others; the bound above still counts from the oldest replayable waiter.
 type gate struct {
 	mu        sync.Mutex
 	held      bool
@@ -31,8 +34,9 @@ type gate struct {
 const passOverFor = 5 * time.Millisecond
 
 type gateWaiter struct {
-	ready chan struct{}
-	since time.Time
+	ready  chan struct{}
+	since  time.Time
+	urgent bool
 }
 
 func (g *gate) clock() time.Time {
@@ -42,15 +46,16 @@ func (g *gate) clock() time.Time {
 	return time.Now()
 }
 
-// enter takes the gate; contended reports whether it had to wait.
-func (g *gate) enter(ctx context.Context, low bool) (contended bool, err error) {
+// enter takes the gate; contended reports whether it had to wait. urgent counts for low (replayable)
+// writers only.
+func (g *gate) enter(ctx context.Context, low, urgent bool) (contended bool, err error) {
 	g.mu.Lock()
 	if !g.held {
 		g.held, g.lastLow = true, low
 		g.mu.Unlock()
 		return false, nil
 	}
-	w := &gateWaiter{ready: make(chan struct{}), since: g.clock()}
+	w := &gateWaiter{ready: make(chan struct{}), since: g.clock(), urgent: urgent}
 	if low {
 		g.low = append(g.low, w)
 	} else {
@@ -86,7 +91,9 @@ func (g *gate) leave() {
 	case len(g.high) > 0 && (len(g.low) == 0 || g.lastLow || g.clock().Sub(g.low[0].since) < passOverFor):
 		next, g.high, g.lastLow = g.high[0], g.high[1:], false
 	case len(g.low) > 0:
-		next, g.low, g.lastLow = g.low[0], g.low[1:], true
+		i := max(slices.IndexFunc(g.low, func(w *gateWaiter) bool { return w.urgent }), 0)
+		next, g.lastLow = g.low[i], true
+		g.low = slices.Delete(g.low, i, i+1)
 	default:
 		g.held = false
 		return

@@ -44,7 +44,7 @@ func TestGateBoundedPassOver(t *testing.T) {
 			t0 := time.Unix(1_800_000_000, 0)
 			now := t0
 			g := &gate{now: func() time.Time { return now }} // read under g.mu
-			if contended, err := g.enter(t.Context(), false); contended || err != nil {
+			if contended, err := g.enter(t.Context(), false, false); contended || err != nil {
 				t.Fatalf("free gate: contended %v, %v", contended, err)
 			}
 			var mu sync.Mutex
@@ -52,7 +52,7 @@ func TestGateBoundedPassOver(t *testing.T) {
 			var wg sync.WaitGroup
 			start := func(name string, low bool, ctx context.Context) {
 				wg.Go(func() {
-					contended, err := g.enter(ctx, low)
+					contended, err := g.enter(ctx, low, false)
 					if err != nil {
 						mu.Lock()
 						order = append(order, name+":"+err.Error())
@@ -119,5 +119,41 @@ func TestGateDurableAfterReplayableTurn(t *testing.T) {
 	g.leave()
 	if g.held || len(g.low)+len(g.high) != 0 {
 		t.Fatalf("gate held %v with %d waiters after everyone left", g.held, len(g.low)+len(g.high))
+	}
+}
+
+// TestGateUrgentReplayableFirst: an urgent replayable writer goes before replayable writers that
+// queued earlier, but not before a durable writer within the pass-over bound, which still counts
+// from the oldest replayable waiter.
+func TestGateUrgentReplayableFirst(t *testing.T) {
+	t.Parallel()
+	t0 := time.Unix(1_800_000_000, 0)
+	now := t0
+	g := &gate{held: true, now: func() time.Time { return now }}
+	w := func(urgent bool, since time.Duration) *gateWaiter {
+		return &gateWaiter{ready: make(chan struct{}), since: t0.Add(since), urgent: urgent}
+	}
+	low1, low2, urgent, high := w(false, 0), w(false, 1), w(true, 2), w(false, 3)
+	g.low = []*gateWaiter{low1, low2, urgent}
+	g.high = []*gateWaiter{high}
+	for i, want := range []*gateWaiter{high, urgent, low1, low2} {
+		g.leave()
+		select {
+		case <-want.ready:
+		default:
+			t.Fatalf("turn %d did not go to the expected writer", i)
+		}
+	}
+	// Overdue: the oldest replayable waiter's age lets the urgent one go before a durable writer.
+	low3, urgent2, high2 := w(false, 0), w(true, 1), w(false, 2)
+	g.low, g.high, g.lastLow = []*gateWaiter{low3, urgent2}, []*gateWaiter{high2}, false
+	now = t0.Add(passOverFor)
+	for i, want := range []*gateWaiter{urgent2, high2, low3} {
+		g.leave()
+		select {
+		case <-want.ready:
+		default:
+			t.Fatalf("overdue turn %d did not go to the expected writer", i)
+		}
 	}
 }

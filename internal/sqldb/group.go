@@ -224,7 +224,7 @@ func (db *DB) enterGate(ctx context.Context) (release func(), waited time.Durati
 	}
 	db.gateEntered.Add(1)
 	t0 := time.Now()
-	contended, err := db.writers.enter(ctx, db.replayable)
+	contended, err := db.writers.enter(ctx, db.replayable, db.replayable && HasLanePriority(ctx))
 	if contended {
 		waited = time.Since(t0)
 		db.gateContended.Add(1)
@@ -239,6 +239,19 @@ func (db *DB) enterGate(ctx context.Context) (release func(), waited time.Durati
 		db.writers.leave()
 	}, waited, nil
 }
+
+type lanePriorityKey struct{}
+
+// WithLanePriority marks the write transactions begun with ctx on a replayable handle as urgent: in
+// the SQLite writer lane they go before other replayable writers (see gate). It is for the
+// subscribers that reads wait for (consistent=true); it has no effect on durable handles or on
+// Postgres.
+func WithLanePriority(ctx context.Context) context.Context {
+	return context.WithValue(ctx, lanePriorityKey{}, true)
+}
+
+// HasLanePriority reports whether ctx carries WithLanePriority.
+func HasLanePriority(ctx context.Context) bool { return ctx.Value(lanePriorityKey{}) != nil }
 
 // CompanionHandle names db's database to an event store that writes rows of other tables in its
 // appends (eventstore.Companion.Handle): the pgx pool on Postgres, db itself on SQLite.

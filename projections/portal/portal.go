@@ -60,6 +60,9 @@ func (*Projection) ReadsPersonalData() bool { return true }
 // writes), so, like the query model, its batches gather for 5 ms only.
 func (*Projection) BatchWindow() time.Duration { return 5 * time.Millisecond }
 
+// AwaitedByReads implements projections.ReadAwaited.
+func (*Projection) AwaitedByReads() {}
+
 // Tables implements projections.Projection.
 func (*Projection) Tables() []string { return []string{"portal_inquiries"} }
 

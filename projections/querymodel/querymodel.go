@@ -106,6 +106,9 @@ func (*Projection) ReadsPersonalData() bool { return true }
 // five or so intakes instead of one per append, for at most 5 ms more before an intake is visible.
 func (*Projection) BatchWindow() time.Duration { return 5 * time.Millisecond }
 
+// AwaitedByReads implements projections.ReadAwaited.
+func (*Projection) AwaitedByReads() {}
+
 // Tables implements projections.Projection.
 func (*Projection) Tables() []string { return []string{"qm_inquiries", "qm_timeline"} }
 
