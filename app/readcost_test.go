@@ -19,6 +19,7 @@ import (
 	"github.com/casebook/casebook/projections"
 	"github.com/casebook/casebook/projections/schedules"
 	"github.com/casebook/casebook/queries"
+	"github.com/casebook/casebook/tenancy"
 )
 
 // getStatements answers GET path as token through h and returns the status, the body and the
@@ -53,6 +54,26 @@ func runQueryModel(t *testing.T, a *app.App) {
 	}
 }
 
+// inquiryToRead opens an app on cfg with one inquiry of tenant "acme", every subscriber caught up
+// with it and the query model running, and returns the inquiry and an operator's token.
+func inquiryToRead(t *testing.T, cfg app.Config) (*app.App, tenancy.Tenant, domain.InquiryID, string) {
+	t.Helper()
+	cfg.Logger = slog.New(slog.DiscardHandler)
+	a := apptest.Open(t, cfg)
+	ten, _, _, err := a.Tenancy.CreateTenant(t.Context(), "acme")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, tok, err := a.Tenancy.CreatePrincipal(t.Context(), "acme", "Olga", domain.RoleOperator, "support")
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := apptest.Intake(t, a, ten.ID, "k1")
+	apptest.CatchUp(t, a) // the other subscribers' rows: its clock and thread row
+	runQueryModel(t, a)
+	return a, ten, id, tok
+}
+
 // TestConsistentGetStatements: with the query model running and caught up, a consistent GET of
 // one inquiry sends four statements (the token's principal, the log's head, the query model's
 // active generation, and the inquiry with its clock and what its Slack state, due jobs and
@@ -61,19 +82,7 @@ func runQueryModel(t *testing.T, a *app.App) {
 // sqldb's handles).
 func TestConsistentGetStatements(t *testing.T) {
 	apptest.EachBackend(t, func(t *testing.T, cfg app.Config) {
-		cfg.Logger = slog.New(slog.DiscardHandler)
-		a := apptest.Open(t, cfg)
-		ten, _, _, err := a.Tenancy.CreateTenant(t.Context(), "acme")
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, tok, err := a.Tenancy.CreatePrincipal(t.Context(), "acme", "Olga", domain.RoleOperator, "support")
-		if err != nil {
-			t.Fatal(err)
-		}
-		id := apptest.Intake(t, a, ten.ID, "k1")
-		apptest.CatchUp(t, a) // the other subscribers' rows: its clock and thread row
-		runQueryModel(t, a)
+		a, _, id, tok := inquiryToRead(t, cfg)
 		h := a.Handler()
 		for _, c := range []struct {
 			query string
@@ -187,20 +196,8 @@ func TestDetailIsTenantScoped(t *testing.T) {
 // the query model's "C"-collated columns); on SQLite no table is SCANned.
 func TestDetailReadsByKey(t *testing.T) {
 	apptest.EachBackend(t, func(t *testing.T, cfg app.Config) {
-		cfg.Logger = slog.New(slog.DiscardHandler)
-		a := apptest.Open(t, cfg)
+		a, ten, id, tok := inquiryToRead(t, cfg)
 		ctx := t.Context()
-		ten, _, _, err := a.Tenancy.CreateTenant(ctx, "acme")
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, tok, err := a.Tenancy.CreatePrincipal(ctx, "acme", "Olga", domain.RoleOperator, "support")
-		if err != nil {
-			t.Fatal(err)
-		}
-		id := apptest.Intake(t, a, ten.ID, "k1")
-		apptest.CatchUp(t, a)
-		runQueryModel(t, a)
 		code, _, stmts := getStatements(t, a.Handler(), "/v1/inquiries/"+string(id), tok)
 		if code != http.StatusOK || len(stmts) == 0 || !strings.Contains(stmts[len(stmts)-1], "FROM qm_inquiries") {
 			t.Fatalf("GET = %d, statements %q", code, stmts)
