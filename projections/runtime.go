@@ -250,8 +250,10 @@ type Runner struct {
 	effects  *effectSink
 	progress chan struct{} // closed and replaced whenever the checkpoint advances
 	waiting  func()        // tests: called each time WaitFor is about to block
-	// active shares WaitFor's reads of the active generation among concurrent waiters.
-	active coalesce.Group[struct{}, Generation]
+	// active and checkpoints share WaitFor's reads of the active generation and of a followed
+	// generation's checkpoint among concurrent waiters.
+	active      coalesce.Group[struct{}, Generation]
+	checkpoints coalesce.Group[Generation, eventstore.Position]
 }
 
 // DefaultLeaseTTL is the takeover delay after an owner dies.
@@ -851,7 +853,7 @@ func (r *Runner) WaitFor(ctx context.Context, p eventstore.Position) error {
 			return nil
 		}
 		if fresh && (!owner || gen != active) {
-			cp, err := Checkpoint(ctx, r.DB, checkpointName(r.Projection, active))
+			cp, err := r.followedCheckpoint(ctx, active)
 			if err == nil && !cp.Less(p) {
 				return nil
 			}
@@ -867,6 +869,14 @@ func (r *Runner) WaitFor(ctx context.Context, p eventstore.Position) error {
 			fresh = false
 		}
 	}
+}
+
+// followedCheckpoint is gen's stored checkpoint, read after the call began (concurrent waiters
+// share reads; see coalesce).
+func (r *Runner) followedCheckpoint(ctx context.Context, gen Generation) (eventstore.Position, error) {
+	return r.checkpoints.Do(ctx, gen, func(ctx context.Context) (eventstore.Position, error) {
+		return Checkpoint(ctx, r.DB, checkpointName(r.Projection, gen))
+	})
 }
 
 // activeGeneration is the generation reads are served from: the one this runner builds, when it
