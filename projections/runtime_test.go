@@ -289,6 +289,13 @@ func TestRebuildEmitsNoEffectTwice(t *testing.T) {
 		if p.newFx.Load() != 0 {
 			t.Fatalf("rebuild emitted %d effects again", p.newFx.Load())
 		}
+		if db.Dialect == sqldb.Postgres { // the new generation serves with the planner's statistics
+			var stats int
+			if err := db.QueryRowContext(t.Context(), `SELECT count(*) FROM pg_stats WHERE schemaname = current_schema() AND tablename = $1`,
+				Generation(2).Table("probe_seen")).Scan(&stats); err != nil || stats == 0 {
+				t.Fatalf("rebuilt generation's table has %d column statistics (%v), want them gathered", stats, err)
+			}
+		}
 		var n int
 		if err := db.QueryRowContext(t.Context(), `SELECT count(*) FROM effect_intents`).Scan(&n); err != nil || n != 30 {
 			t.Fatalf("effect_intents has %d rows (%v), want 30", n, err)
