@@ -452,7 +452,6 @@ func cpuPerIntake(prof *bytes.Buffer, intakes int) (*cpuReport, error) {
 	return rep, nil
 }
 
-// waitAllCaughtUp waits (bounded) until every subscriber has applied the log's head.
 // analyze updates the planner's statistics of the bench's tables on Postgres, as autovacuum does
 // within a minute in a running deployment. The bench's tables start empty, and a plan made while
 // a table was nearly empty, cached by each connection, can serve a key lookup through an index
@@ -475,6 +474,7 @@ END $$`)
 	return nil
 }
 
+// waitAllCaughtUp waits (bounded) until every subscriber has applied the log's head.
 func waitAllCaughtUp(ctx context.Context, a *app.App) {
 	if head, err := a.Store.Head(ctx); err == nil {
 		wctx, cancel := context.WithTimeout(ctx, time.Minute)
