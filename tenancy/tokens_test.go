@@ -266,10 +266,11 @@ func TestRevocationSeenUnderConcurrentUse(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var revoked atomic.Bool
+		var revoked, failed atomic.Bool
 		var accepted, refused atomic.Int64
 		stop := make(chan struct{})
 		var wg sync.WaitGroup
+		defer func() { close(stop); wg.Wait() }()
 		for range 16 {
 			wg.Go(func() {
 				for {
@@ -283,6 +284,7 @@ func TestRevocationSeenUnderConcurrentUse(t *testing.T) {
 					switch {
 					case after && !errors.Is(err, domain.ErrUnauthenticated):
 						t.Errorf("a request that started after the revocation: %v, want refused", err)
+						failed.Store(true)
 						return
 					case err == nil:
 						accepted.Add(1)
@@ -290,22 +292,22 @@ func TestRevocationSeenUnderConcurrentUse(t *testing.T) {
 						refused.Add(1)
 					default:
 						t.Errorf("authenticate: %v", err)
+						failed.Store(true)
 						return
 					}
 				}
 			})
 		}
-		for accepted.Load() < 200 {
+		// Until enough requests have passed, or a worker has failed.
+		for accepted.Load() < 200 && !failed.Load() {
 			runtime.Gosched()
 		}
 		if err := s.RevokeToken(ctx, "acme", tenancy.TokenID(tok)); err != nil {
 			t.Fatal(err)
 		}
 		revoked.Store(true)
-		for refused.Load() < 200 {
+		for refused.Load() < 200 && !failed.Load() {
 			runtime.Gosched()
 		}
-		close(stop)
-		wg.Wait()
 	})
 }

@@ -7,9 +7,10 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
-// queued reports whether key has a call queued behind the one in flight.
+// queuedFor reports whether key has a call queued behind the one in flight.
 func (g *Group[K, V]) queuedFor(key K) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -23,7 +24,8 @@ func (g *Group[K, V]) size() int {
 	return len(g.keys)
 }
 
-// blockingRead is a read that counts its calls and, while gate is open, blocks each until released.
+// blockingRead is a read that counts its calls, announces each on started and blocks it until
+// released.
 type blockingRead struct {
 	calls   atomic.Int64
 	started chan int64
@@ -45,8 +47,14 @@ func (b *blockingRead) fn(ctx context.Context) (int64, error) {
 	}
 }
 
-func waitQueued(g *Group[string, int64], key string) {
+// waitQueued polls (bounded) until key has a call queued.
+func waitQueued(t *testing.T, g *Group[string, int64], key string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
 	for !g.queuedFor(key) {
+		if time.Now().After(deadline) {
+			t.Fatal("no call was queued behind the read in flight")
+		}
 		runtime.Gosched()
 	}
 }
@@ -64,7 +72,7 @@ func TestLateCallersShareTheNextRead(t *testing.T) {
 	for range 2 {
 		go func() { v, _ := g.Do(t.Context(), "k", r.fn); late <- v }()
 	}
-	waitQueued(&g, "k")
+	waitQueued(t, &g, "k")
 	r.release <- struct{}{}
 	if v := <-first; v != 1 {
 		t.Fatalf("first caller got read %d, want 1", v)
@@ -98,7 +106,7 @@ func TestCallerCancelLeavesTheReadToOthers(t *testing.T) {
 	<-r.started
 	late := make(chan int64)
 	go func() { v, _ := g.Do(t.Context(), "k", r.fn); late <- v }()
-	waitQueued(&g, "k")
+	waitQueued(t, &g, "k")
 	cancel()
 	if err := <-first; !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled caller: %v", err)
@@ -114,10 +122,33 @@ func TestCallerCancelLeavesTheReadToOthers(t *testing.T) {
 // TestErrorsAreShared: a read's error reaches every caller it serves.
 func TestErrorsAreShared(t *testing.T) {
 	t.Parallel()
-	var g Group[int, string]
+	var g Group[string, int64]
+	r := newBlockingRead()
 	boom := errors.New("boom")
-	if _, err := g.Do(t.Context(), 1, func(context.Context) (string, error) { return "", boom }); !errors.Is(err, boom) {
-		t.Fatalf("err = %v", err)
+	fails := func(ctx context.Context) (int64, error) {
+		if _, err := r.fn(ctx); err != nil {
+			return 0, err
+		}
+		return 0, boom
+	}
+	first := make(chan error)
+	go func() { _, err := g.Do(t.Context(), "k", fails); first <- err }()
+	<-r.started
+	late := make(chan error, 2)
+	for range 2 {
+		go func() { _, err := g.Do(t.Context(), "k", fails); late <- err }()
+	}
+	waitQueued(t, &g, "k")
+	r.release <- struct{}{}
+	<-r.started
+	r.release <- struct{}{}
+	for _, ch := range []chan error{first, late, late} {
+		if err := <-ch; !errors.Is(err, boom) {
+			t.Fatalf("a caller got %v, want the read's error", err)
+		}
+	}
+	if n := r.calls.Load(); n != 2 {
+		t.Fatalf("%d reads for three callers, want 2", n)
 	}
 }
 
