@@ -13,11 +13,12 @@ import (
 type StorageStats struct {
 	Gate  map[string]sqldb.GateStats `json:"writer_gate"`
 	Group sqldb.GroupStats           `json:"group_commit"`
+	WAL   sqldb.WALStats             `json:"wal"`
 }
 
 // StorageStats reports the writer gate and group commit counters since Open.
 func (a *App) StorageStats() StorageStats {
-	s := StorageStats{Gate: map[string]sqldb.GateStats{"durable": a.DB.GateStats()}, Group: a.DB.GroupStats()}
+	s := StorageStats{Gate: map[string]sqldb.GateStats{"durable": a.DB.GateStats()}, Group: a.DB.GroupStats(), WAL: a.DB.WALStats()}
 	if a.projDB != a.DB {
 		s.Gate["replayable"] = a.projDB.GateStats()
 	}
@@ -33,10 +34,12 @@ var (
 	descGateWaited    = prometheus.NewDesc("casebook_sqlite_writer_gate_wait_seconds_total", "Time write transactions waited for the writer gate, by handle.", []string{"handle"}, nil)
 	descGroupCommits  = prometheus.NewDesc("casebook_group_commits_total", "Transactions committed for grouped writes (appends, audit rows).", nil, nil)
 	descGroupCalls    = prometheus.NewDesc("casebook_group_commit_calls_total", "Grouped writes committed; calls/commits is the mean batch.", nil, nil)
+	descWALPeak       = prometheus.NewDesc("casebook_sqlite_wal_peak_frames", "The longest the embedded file's write-ahead log has been, in pages.", nil, nil)
+	descWALRestarts   = prometheus.NewDesc("casebook_sqlite_wal_restarts_total", "Checkpoints that waited for readers so that the write-ahead log could start over, by outcome.", []string{"outcome"}, nil)
 )
 
 func (c storageCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descGateEntered, descGateContended, descGateWaited, descGroupCommits, descGroupCalls} {
+	for _, d := range []*prometheus.Desc{descGateEntered, descGateContended, descGateWaited, descGroupCommits, descGroupCalls, descWALPeak, descWALRestarts} {
 		ch <- d
 	}
 }
@@ -50,4 +53,7 @@ func (c storageCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	ch <- prometheus.MustNewConstMetric(descGroupCommits, prometheus.CounterValue, float64(s.Group.Commits))
 	ch <- prometheus.MustNewConstMetric(descGroupCalls, prometheus.CounterValue, float64(s.Group.Calls))
+	ch <- prometheus.MustNewConstMetric(descWALPeak, prometheus.GaugeValue, float64(s.WAL.PeakFrames))
+	ch <- prometheus.MustNewConstMetric(descWALRestarts, prometheus.CounterValue, float64(s.WAL.Restarts), "restarted")
+	ch <- prometheus.MustNewConstMetric(descWALRestarts, prometheus.CounterValue, float64(s.WAL.RestartsGaveUp), "gave_up")
 }

@@ -13,7 +13,7 @@ import (
 
 // TestStorageMetrics: after intakes, /metrics counts the embedded file's write transactions per
 // handle (the durable one for appends and audit rows, the replayable one for subscribers) and the
-// grouped commits of appends and audit rows.
+// grouped commits of appends and audit rows, and exports how the write-ahead log was bounded.
 func TestStorageMetrics(t *testing.T) {
 	t.Parallel()
 	a, base := serve(t, app.Config{DataDir: t.TempDir()})
@@ -62,4 +62,7 @@ func TestStorageMetrics(t *testing.T) {
 	}
 	value(`casebook_sqlite_writer_gate_contended_total{handle="durable"}`)
 	value(`casebook_sqlite_writer_gate_wait_seconds_total{handle="replayable"}`)
+	value(`casebook_sqlite_wal_peak_frames`)
+	value(`casebook_sqlite_wal_restarts_total{outcome="restarted"}`)
+	value(`casebook_sqlite_wal_restarts_total{outcome="gave_up"}`)
 }

@@ -3,6 +3,8 @@ package sqldb
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
+	"strconv"
 	"sync"
 	"time"
 )
@@ -17,11 +19,28 @@ import (
 // A PASSIVE checkpoint waits for no reader or writer, exactly like the automatic one, and so copies
 // only the frames no reader still needs; SQLite starts the log over at a write that finds every
 // frame copied and no reader inside the log. Under a sustained burst of intakes, with subscribers
-// and requests reading all the time, that moment may not come until the burst ends: the log grows
-// with everything written meanwhile (about 30 KB per intake, all subscribers' output included),
-// and is cut back to WALSizeLimit when it is started over. Closing the last connection to the
-// file checkpoints what is left (SQLite's own rule).
+// and requests reading all the time, that moment may not come until the burst ends, so a durable
+// handle bounds the log itself (see RestartLogAfter). Closing the last connection to the file
+// checkpoints what is left (SQLite's own rule).
 const CheckpointEvery = 100 * time.Millisecond
+
+// RestartLogAfter is how many frames (pages) the write-ahead log may hold before a durable
+// handle's checkpoint loop makes SQLite start it over: four times WALSizeLimit (256 MB) at the
+// default 4 KB page. Once a PASSIVE checkpoint leaves more than this in the log, the loop copies
+// what it can outside the writer lane, then takes the lane (no writer of this process adds frames
+// meanwhile) and runs RESTART checkpoints, which copy the rest and succeed once no reader is left
+// inside the log; readers that begin after the copy read the database file, so the next write
+// starts the log over. Writers wait for that copy and its two fsyncs: 10–25 ms measured under a
+// burst on two busy cores, once per RestartLogAfter frames. When readers stay in the log past
+// RestartLogWait (a long export), the attempt gives up and the loop lets twice as many ticks pass
+// before the next, up to MaxRestartBackoff.
+const RestartLogAfter = 4 * WALSizeLimit / 4096
+
+// RestartLogWait bounds how long the RESTART attempts, holding the writer lane, wait for readers.
+const RestartLogWait = 5 * time.Millisecond
+
+// MaxRestartBackoff is the longest the loop waits after an attempt gave up before the next.
+const MaxRestartBackoff = 5 * time.Second
 
 // checkpointer is a handle's background checkpoint loop.
 type checkpointer struct {
@@ -31,8 +50,9 @@ type checkpointer struct {
 }
 
 // startCheckpointer checkpoints db every CheckpointEvery while dirty reports writes since the
-// last time it was asked, until stop is called.
-func startCheckpointer(db *sql.DB, dirty func() bool) *checkpointer {
+// last time it was asked, until stop is called. After each checkpoint, bound (nil for none) is
+// given its result.
+func startCheckpointer(db *sql.DB, file *sync.Mutex, dirty func() bool, bound func(WALFrames)) *checkpointer {
 	c := &checkpointer{stop: make(chan struct{}), done: make(chan struct{})}
 	go func() {
 		defer close(c.done)
@@ -44,8 +64,14 @@ func startCheckpointer(db *sql.DB, dirty func() bool) *checkpointer {
 				return
 			case <-t.C:
 			}
-			if dirty() {
-				_, _ = checkpoint(context.Background(), db)
+			if !dirty() {
+				continue
+			}
+			file.Lock()
+			f, err := checkpoint(context.Background(), db)
+			file.Unlock()
+			if err == nil && bound != nil {
+				bound(f)
 			}
 		}
 	}()
@@ -56,6 +82,111 @@ func startCheckpointer(db *sql.DB, dirty func() bool) *checkpointer {
 func (c *checkpointer) close() {
 	c.stopOnce.Do(func() { close(c.stop) })
 	<-c.done
+}
+
+// WALStats counts how a durable handle bounded its file's write-ahead log.
+type WALStats struct {
+	PeakFrames     int    `json:"peak_frames"`      // the longest log a checkpoint has found
+	Restarts       uint64 `json:"restarts"`         // RESTART checkpoints that let the next write start it over
+	RestartsGaveUp uint64 `json:"restarts_gave_up"` // attempts given up: readers stayed inside the log, or an error
+}
+
+// logBound is a durable handle's state for RestartLogAfter (read and written on its checkpoint
+// loop; stats also by WALStats).
+type logBound struct {
+	after int           // frames; RestartLogAfter, smaller in tests
+	wait  time.Duration // RestartLogWait, longer in tests
+
+	mu      sync.Mutex
+	stats   WALStats
+	skip    int // ticks to let pass before the next attempt
+	backoff int // ticks the next give-up makes it skip
+}
+
+// WALStats reports how db bounded its write-ahead log (zero for replayable and Postgres handles).
+func (db *DB) WALStats() WALStats {
+	if db.bound == nil {
+		return WALStats{}
+	}
+	db.bound.mu.Lock()
+	defer db.bound.mu.Unlock()
+	return db.bound.stats
+}
+
+// boundLog runs after each checkpoint of a durable handle: it restarts the log (see
+// RestartLogAfter) when f leaves more than the bound in it.
+func (db *DB) boundLog(f WALFrames) {
+	b := db.bound
+	b.mu.Lock()
+	b.stats.PeakFrames = max(b.stats.PeakFrames, f.Log)
+	if f.Log <= b.after {
+		b.skip, b.backoff = 0, 0
+		b.mu.Unlock()
+		return
+	}
+	if b.skip > 0 {
+		b.skip--
+		b.mu.Unlock()
+		return
+	}
+	b.mu.Unlock()
+	done, err := db.restartLog(context.Background())
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if err == nil && done {
+		b.stats.Restarts++
+		b.skip, b.backoff = 0, 0
+		return
+	}
+	b.stats.RestartsGaveUp++
+	b.backoff = min(max(2*b.backoff, 1), int(MaxRestartBackoff/CheckpointEvery))
+	b.skip = b.backoff
+}
+
+// restartLog copies the log outside the writer lane, then runs RESTART checkpoints in it for at
+// most the bound's wait; done reports that every frame was copied and no reader is left inside
+// the log, so that the next write starts it over. Another handle's checkpoint of the file never
+// runs meanwhile (it would make RESTART busy).
+func (db *DB) restartLog(ctx context.Context) (done bool, err error) {
+	db.writers.checkpoints.Lock()
+	defer db.writers.checkpoints.Unlock()
+	// Copy what has come since the last checkpoint before taking the lane: inside it, RESTART then
+	// copies only what is written until the lane is free.
+	if _, err := checkpoint(ctx, db.DB); err != nil {
+		return false, err
+	}
+	release, _, err := db.enterGate(ctx)
+	if err != nil {
+		return false, err
+	}
+	defer release()
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return false, err
+	}
+	defer conn.Close()
+	// SQLite's busy handler may sleep a whole second between tries: try at once, and again every
+	// millisecond for at most the bound's wait.
+	if _, err := conn.ExecContext(ctx, "PRAGMA busy_timeout = 0"); err != nil {
+		return false, err
+	}
+	defer func() {
+		if _, err := conn.ExecContext(context.WithoutCancel(ctx), "PRAGMA busy_timeout = "+strconv.FormatInt(openBusyTimeout.Milliseconds(), 10)); err != nil {
+			_ = conn.Raw(func(any) error { return driver.ErrBadConn }) // not back to the pool without its timeout
+		}
+	}()
+	deadline := time.Now().Add(db.bound.wait)
+	for {
+		var busy int
+		var f WALFrames
+		if err := conn.QueryRowContext(ctx, `PRAGMA wal_checkpoint(RESTART)`).Scan(&busy, &f.Log, &f.Checkpointed); err != nil {
+			return false, err
+		}
+		if busy == 0 || time.Now().After(deadline) {
+			return busy == 0, nil
+		}
+		time.Sleep(time.Millisecond)
+	}
 }
 
 // WALFrames reports the write-ahead log's size in frames and how many of them are checkpointed, as
@@ -72,5 +203,9 @@ func checkpoint(ctx context.Context, db *sql.DB) (WALFrames, error) {
 
 // Checkpoint runs a PASSIVE checkpoint of a SQLite handle's file now (tests, operators' tools).
 func (db *DB) Checkpoint(ctx context.Context) (WALFrames, error) {
+	if db.writers != nil {
+		db.writers.checkpoints.Lock()
+		defer db.writers.checkpoints.Unlock()
+	}
 	return checkpoint(ctx, db.DB)
 }

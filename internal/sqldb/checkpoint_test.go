@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
+	"time"
 )
 
 // openByHand opens a durable handle on a new file with a table t, its write-ahead log limited to
@@ -163,4 +165,138 @@ func TestWALCutBackWhenStartedOver(t *testing.T) {
 	if size := walSize(); size > limit {
 		t.Fatalf("log is %d bytes after it was started over, want at most %d", size, limit)
 	}
+}
+
+// TestWALBoundedWhileReadersOverlap: readers that overlap (a new one begins before the last ends,
+// as subscribers and requests do under load) always leave one inside the log, so a write never
+// finds it free and SQLite never starts it over; each write adds to it. A durable handle's bound
+// takes the writer lane and waits for those readers (a RESTART checkpoint), so the log stays
+// within the bound and a write after each restart starts it over.
+func TestWALBoundedWhileReadersOverlap(t *testing.T) {
+	t.Parallel()
+	const after, writes = 32, 300
+	db, _ := openByHand(t, 64<<10)
+	db.bound.after, db.bound.wait = after, 10*time.Second
+	ctx := t.Context()
+	writePage(t, db, 0)
+
+	stop := make(chan struct{})
+	readerDone := make(chan error, 1)
+	go func() { // one reader inside the log at every moment
+		begin := func() (*sql.Tx, error) {
+			tx, err := db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+			if err != nil {
+				return nil, err
+			}
+			var n int
+			return tx, tx.QueryRowContext(ctx, `SELECT count(*) FROM t`).Scan(&n) // the snapshot starts here
+		}
+		cur, err := begin()
+		for err == nil {
+			select {
+			case <-stop:
+				readerDone <- cur.Rollback()
+				return
+			default:
+			}
+			var next *sql.Tx
+			if next, err = begin(); err == nil {
+				err, cur = cur.Rollback(), next
+			}
+		}
+		readerDone <- err
+	}()
+
+	longest := 0
+	for i := 1; i <= writes; i++ {
+		writePage(t, db, i)
+		f, err := db.Checkpoint(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		longest = max(longest, f.Log)
+		db.boundLog(f)
+	}
+	close(stop)
+	if err := <-readerDone; err != nil {
+		t.Fatal(err)
+	}
+	st := db.WALStats()
+	t.Logf("longest log %d frames; %+v", longest, st)
+	// A page and its table's root per commit: the log passes the bound by at most one commit's
+	// frames before the restart that follows it.
+	if longest > after+4 {
+		t.Errorf("log reached %d frames, bound %d", longest, after)
+	}
+	if st.Restarts == 0 || st.RestartsGaveUp != 0 {
+		t.Errorf("WAL stats %+v: want restarts, none given up", st)
+	}
+}
+
+// TestWALBoundBacksOffFromALongReader: a reader that stays inside the log makes each attempt give
+// up after the bound's wait, and the loop lets 1, 2, 4 … ticks pass before the next attempt
+// instead of taking the writer lane at every tick; once the reader has left, the log is started
+// over.
+func TestWALBoundBacksOffFromALongReader(t *testing.T) {
+	t.Parallel()
+	const after = 8
+	db, _ := openByHand(t, 64<<10)
+	db.bound.after, db.bound.wait = after, time.Millisecond
+	ctx := t.Context()
+	writePage(t, db, 0)
+	reader, err := db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	if err := reader.QueryRowContext(ctx, `SELECT count(*) FROM t`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	tick := func(i int) WALStats {
+		t.Helper()
+		writePage(t, db, i)
+		f, err := db.Checkpoint(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		db.boundLog(f)
+		return db.WALStats()
+	}
+	i := 1
+	for ; ; i++ { // the log passes the bound
+		writePage(t, db, i)
+		if f, err := db.Checkpoint(ctx); err != nil || f.Log > after {
+			break
+		}
+	}
+	var gaveUp []uint64
+	for range 8 {
+		i++
+		gaveUp = append(gaveUp, tick(i).RestartsGaveUp)
+	}
+	// Attempts at ticks 1, 3 (one skipped), 6 (two skipped): then four are skipped.
+	if want := []uint64{1, 1, 2, 2, 2, 3, 3, 3}; !slices.Equal(gaveUp, want) {
+		t.Errorf("attempts given up after each tick = %v, want %v", gaveUp, want)
+	}
+	if err := reader.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+	// Without the reader, the log is started over within a tick or two (by SQLite itself, or by a
+	// restart), and no attempt gives up.
+	for range 4 {
+		i++
+		writePage(t, db, i)
+		f, err := db.Checkpoint(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		db.boundLog(f)
+		if f.Log <= after {
+			if st := db.WALStats(); st.RestartsGaveUp != 3 {
+				t.Errorf("after the reader left: %+v, want no more attempts given up", st)
+			}
+			return
+		}
+	}
+	t.Fatalf("log not started over after the reader left: %+v", db.WALStats())
 }

@@ -23,6 +23,10 @@ import (
 // Among replayable writers, an urgent one (WithLanePriority: a subscriber that reads wait for)
 // goes before the others; the bound above still counts from the oldest replayable waiter.
 type gate struct {
+	// checkpoints runs this process's checkpoints of the file one at a time, so that a RESTART
+	// checkpoint, which holds the writer lane, never waits for another handle's PASSIVE one.
+	checkpoints sync.Mutex
+
 	mu        sync.Mutex
 	held      bool
 	high, low []*gateWaiter

@@ -73,6 +73,7 @@ type DB struct {
 	pool *pgxpool.Pool // Postgres: where the connections come from
 
 	checkpoints *checkpointer // SQLite: the background WAL checkpoints
+	bound       *logBound     // SQLite durable handles: keeps the WAL near RestartLogAfter
 
 	groupOnce sync.Once
 	group     *group
@@ -117,8 +118,8 @@ func OpenSQLiteReplayable(path string) (*DB, error) {
 
 // WALSizeLimit is the size, in bytes, that a SQLite file's write-ahead log is cut back to when
 // SQLite starts it over (journal_size_limit). A burst of writes with readers always inside the log
-// can grow it far beyond what a checkpoint every CheckpointEvery suggests (see CheckpointEvery);
-// without the limit the file would keep that size for good.
+// can grow it past that, up to RestartLogAfter (see CheckpointEvery); without the limit the file
+// would keep its largest size for good.
 const WALSizeLimit = 64 << 20
 
 func openSQLite(path, syncMode string, walLimit int64) (*DB, error) {
@@ -147,9 +148,14 @@ func openSQLite(path, syncMode string, walLimit int64) (*DB, error) {
 	}
 	g, _ := sqliteWriters.LoadOrStore(abs, &gate{})
 	h := &DB{DB: db, Dialect: SQLite, writers: g.(*gate), replayable: syncMode != "FULL"}
+	var bound func(WALFrames)
+	if !h.replayable {
+		h.bound = &logBound{after: RestartLogAfter, wait: RestartLogWait}
+		bound = h.boundLog
+	}
 	var seen uint64
 	ticks := 0
-	h.checkpoints = startCheckpointer(db, func() bool {
+	h.checkpoints = startCheckpointer(db, &h.writers.checkpoints, func() bool {
 		// Written through the gate since the last look, or a second passed (writes outside it).
 		n := h.gateEntered.Load()
 		ticks++
@@ -158,7 +164,7 @@ func openSQLite(path, syncMode string, walLimit int64) (*DB, error) {
 		}
 		seen, ticks = n, 0
 		return true
-	})
+	}, bound)
 	return h, nil
 }
 
