@@ -221,6 +221,9 @@ func (s *Store) SetOrigins(ctx context.Context, slug string, origins []string) (
 // lookupPublic reads a tenant by slug with its trusted origins and its public profile, in one
 // query. An unknown slug is domain.ErrNotFound.
 func (s *Store) lookupPublic(ctx context.Context, slug string) (publicEntry, error) {
+	if !slugRE.MatchString(slug) { // no tenant can have it: answered without a statement
+		return publicEntry{}, fmt.Errorf("tenant %.64q: %w", slug, domain.ErrNotFound)
+	}
 	rows, err := s.db.QueryContext(ctx, s.db.Rebind(`SELECT t.id, t.slug, o.origin, p.name, p.categories FROM tenants t
 		LEFT JOIN tenant_origins o ON o.tenant_id = t.id LEFT JOIN tenant_profiles p ON p.tenant_id = t.id
 		WHERE t.slug = ? ORDER BY o.origin`), slug)
