@@ -25,16 +25,17 @@ import (
 const CheckpointEvery = 100 * time.Millisecond
 
 // RestartLogAfter is how many frames (pages) the write-ahead log may hold before a durable
-// handle's checkpoint loop makes SQLite start it over: four times WALSizeLimit (256 MB) at the
-// default 4 KB page. Once a PASSIVE checkpoint leaves more than this in the log, the loop copies
-// what it can outside the writer lane, then takes the lane (no writer of this process adds frames
-// meanwhile) and runs RESTART checkpoints, which copy the rest and succeed once no reader is left
-// inside the log; readers that begin after the copy read the database file, so the next write
-// starts the log over. Writers wait for that copy and its two fsyncs: 10–25 ms measured under a
-// burst on two busy cores, once per RestartLogAfter frames. When readers stay in the log past
+// handle's checkpoint loop makes SQLite start it over: 192 MB at the default 4 KB page, three
+// quarters of WALSizeLimit, which leaves room for the frames written between two checks. Once a
+// PASSIVE checkpoint leaves more than this in the log, the loop copies what it can outside the
+// writer lane, then takes the lane (no writer of this process adds frames meanwhile) and runs
+// RESTART checkpoints, which copy the rest and succeed once no reader is left inside the log;
+// readers that begin after the copy read the database file, so the next write starts the log
+// over, in place. Writers wait for that copy and its two fsyncs: 10–25 ms measured under a burst
+// on two busy cores, once per RestartLogAfter frames. When readers stay in the log past
 // RestartLogWait (a long export), the attempt gives up and the loop lets twice as many ticks pass
 // before the next, up to MaxRestartBackoff.
-const RestartLogAfter = 4 * WALSizeLimit / 4096
+const RestartLogAfter = 3 * WALSizeLimit / 4 / 4096
 
 // RestartLogWait bounds how long the RESTART attempts, holding the writer lane, wait for readers.
 const RestartLogWait = 5 * time.Millisecond

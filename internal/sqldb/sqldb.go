@@ -117,10 +117,11 @@ func OpenSQLiteReplayable(path string) (*DB, error) {
 }
 
 // WALSizeLimit is the size, in bytes, that a SQLite file's write-ahead log is cut back to when
-// SQLite starts it over (journal_size_limit). A burst of writes with readers always inside the log
-// can grow it past that, up to RestartLogAfter (see CheckpointEvery); without the limit the file
-// would keep its largest size for good.
-const WALSizeLimit = 64 << 20
+// SQLite starts it over (journal_size_limit); without a limit the file would keep its largest size
+// for good. It is above RestartLogAfter, so that a log bounded during a burst is started over in
+// place: cutting a file of hundreds of megabytes back happens in the next commit, inside the
+// writer lane, and stalled every writer for about 100 ms.
+const WALSizeLimit = 256 << 20
 
 func openSQLite(path, syncMode string, walLimit int64) (*DB, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
