@@ -31,7 +31,7 @@ const CheckpointEvery = 100 * time.Millisecond
 // writer lane, then takes the lane (no writer of this process adds frames meanwhile) and runs
 // RESTART checkpoints, which copy the rest and succeed once no reader is left inside the log;
 // readers that begin after the copy read the database file, so the next write starts the log
-// over, in place. Writers wait for that copy and its two fsyncs: 10–25 ms measured under a burst
+// over, in place. Writers wait for that copy and its two fsyncs: 4–26 ms measured under a burst
 // on two busy cores, once per RestartLogAfter frames. When readers stay in the log past
 // RestartLogWait (a long export), the attempt gives up and the loop lets twice as many ticks pass
 // before the next, up to MaxRestartBackoff.

@@ -252,27 +252,29 @@ func TestWALBoundBacksOffFromALongReader(t *testing.T) {
 	if err := reader.QueryRowContext(ctx, `SELECT count(*) FROM t`).Scan(&n); err != nil {
 		t.Fatal(err)
 	}
-	tick := func(i int) WALStats {
+	i := 0
+	write := func() WALFrames { // a page, then a checkpoint
 		t.Helper()
+		i++
 		writePage(t, db, i)
 		f, err := db.Checkpoint(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
-		db.boundLog(f)
-		return db.WALStats()
+		return f
 	}
-	i := 1
-	for ; ; i++ { // the log passes the bound
-		writePage(t, db, i)
-		if f, err := db.Checkpoint(ctx); err != nil || f.Log > after {
-			break
-		}
+	tick := func() WALFrames { // and the loop's bound after it
+		t.Helper()
+		f := write()
+		db.boundLog(f)
+		return f
+	}
+	for write().Log <= after { // the log passes the bound
 	}
 	var gaveUp []uint64
 	for range 8 {
-		i++
-		gaveUp = append(gaveUp, tick(i).RestartsGaveUp)
+		tick()
+		gaveUp = append(gaveUp, db.WALStats().RestartsGaveUp)
 	}
 	// Attempts at ticks 1, 3 (one skipped), 6 (two skipped): then four are skipped.
 	if want := []uint64{1, 1, 2, 2, 2, 3, 3, 3}; !slices.Equal(gaveUp, want) {
@@ -284,14 +286,7 @@ func TestWALBoundBacksOffFromALongReader(t *testing.T) {
 	// Without the reader, the log is started over within a tick or two (by SQLite itself, or by a
 	// restart), and no attempt gives up.
 	for range 4 {
-		i++
-		writePage(t, db, i)
-		f, err := db.Checkpoint(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		db.boundLog(f)
-		if f.Log <= after {
+		if tick().Log <= after {
 			if st := db.WALStats(); st.RestartsGaveUp != 3 {
 				t.Errorf("after the reader left: %+v, want no more attempts given up", st)
 			}
