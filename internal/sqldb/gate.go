@@ -21,21 +21,30 @@ import (
 // transaction once subscribers are overdue.
 //
 // Among replayable writers, an urgent one (WithLanePriority: a subscriber that reads wait for)
-// goes before the others; the bound above still counts from the oldest replayable waiter.
+// goes before the others; the bound above still counts from the oldest replayable waiter. The same
+// bounded pass-over holds among them: once the oldest replayable waiter is not urgent and has
+// waited urgentPassOverFor, it goes after the next urgent turn, so urgent subscribers that always
+// have a batch waiting cannot hold the others back for longer than that plus one urgent turn.
 type gate struct {
 	// checkpoints runs this process's checkpoints of the file one at a time, so that a RESTART
 	// checkpoint, which holds the writer lane, never waits for another handle's PASSIVE one.
 	checkpoints sync.Mutex
 
-	mu        sync.Mutex
-	held      bool
-	high, low []*gateWaiter
-	lastLow   bool             // the current turn is a replayable writer's
-	now       func() time.Time // the clock waits are measured with (tests replace it)
+	mu         sync.Mutex
+	held       bool
+	high, low  []*gateWaiter
+	lastLow    bool             // the current turn is a replayable writer's
+	lastUrgent bool             // the last replayable turn was an urgent writer's
+	now        func() time.Time // the clock waits are measured with (tests replace it)
 }
 
 // passOverFor is how long durable writers may go ahead of the oldest waiting replayable one.
 const passOverFor = 5 * time.Millisecond
+
+// urgentPassOverFor is how long urgent replayable writers may go ahead of the oldest waiting
+// replayable one that is not urgent: the other subscribers' own batch window (50 ms), which their
+// output may wait anyway.
+const urgentPassOverFor = 50 * time.Millisecond
 
 type gateWaiter struct {
 	ready  chan struct{}
@@ -95,8 +104,11 @@ func (g *gate) leave() {
 	case len(g.high) > 0 && (len(g.low) == 0 || g.lastLow || g.clock().Sub(g.low[0].since) < passOverFor):
 		next, g.high, g.lastLow = g.high[0], g.high[1:], false
 	case len(g.low) > 0:
-		i := max(slices.IndexFunc(g.low, func(w *gateWaiter) bool { return w.urgent }), 0)
-		next, g.lastLow = g.low[i], true
+		i := slices.IndexFunc(g.low, func(w *gateWaiter) bool { return w.urgent })
+		if i < 0 || (g.lastUrgent && g.clock().Sub(g.low[0].since) >= urgentPassOverFor) {
+			i = 0 // the oldest: no urgent waiter, or the oldest is overdue after an urgent turn
+		}
+		next, g.lastLow, g.lastUrgent = g.low[i], true, g.low[i].urgent
 		g.low = slices.Delete(g.low, i, i+1)
 	default:
 		g.held = false

@@ -157,3 +157,42 @@ func TestGateUrgentReplayableFirst(t *testing.T) {
 		}
 	}
 }
+
+// TestGateUrgentBoundedPassOver: urgent replayable writers go before the others until the oldest
+// replayable waiter, not urgent, has waited urgentPassOverFor; from then on it goes after the next
+// urgent turn, and urgent writers keep every other turn, however many of both keep arriving.
+func TestGateUrgentBoundedPassOver(t *testing.T) {
+	t.Parallel()
+	t0 := time.Unix(1_800_000_000, 0)
+	now := t0
+	g := &gate{held: true, now: func() time.Time { return now }}
+	w := func(urgent bool, since time.Duration) *gateWaiter {
+		return &gateWaiter{ready: make(chan struct{}), since: t0.Add(since), urgent: urgent}
+	}
+	turn := func(i int, want *gateWaiter) {
+		t.Helper()
+		g.leave()
+		select {
+		case <-want.ready:
+		default:
+			t.Fatalf("turn %d did not go to the expected writer", i)
+		}
+	}
+	plain1, plain2 := w(false, 0), w(false, time.Millisecond)
+	u1, u2, u3, u4 := w(true, 2*time.Millisecond), w(true, 3*time.Millisecond), w(true, 4*time.Millisecond), w(true, 5*time.Millisecond)
+	g.low = []*gateWaiter{plain1, plain2, u1, u2}
+	now = t0.Add(urgentPassOverFor - time.Millisecond) // not yet overdue: urgent first
+	turn(0, u1)
+	g.low = append(g.low, u3) // urgent writers keep arriving
+	now = t0.Add(urgentPassOverFor + time.Millisecond) // both others overdue
+	for i, want := range []*gateWaiter{plain1, u2, plain2, u3} { // every other turn
+		if i == 1 {
+			g.low = append(g.low, u4)
+		}
+		turn(i+1, want)
+	}
+	turn(5, u4)
+	if len(g.low) != 0 {
+		t.Fatalf("%d waiters left", len(g.low))
+	}
+}
