@@ -122,17 +122,22 @@ func TestGateDurableAfterReplayableTurn(t *testing.T) {
 	}
 }
 
+// heldGate is a taken gate and a maker of waiters that began waiting at t0 plus since.
+func heldGate() (*gate, time.Time, func(urgent bool, since time.Duration) *gateWaiter) {
+	t0 := time.Unix(1_800_000_000, 0)
+	return &gate{held: true}, t0, func(urgent bool, since time.Duration) *gateWaiter {
+		return &gateWaiter{ready: make(chan struct{}), since: t0.Add(since), urgent: urgent}
+	}
+}
+
 // TestGateUrgentReplayableFirst: an urgent replayable writer goes before replayable writers that
 // queued earlier, but not before a durable writer within the pass-over bound, which still counts
 // from the oldest replayable waiter.
 func TestGateUrgentReplayableFirst(t *testing.T) {
 	t.Parallel()
-	t0 := time.Unix(1_800_000_000, 0)
+	g, t0, w := heldGate()
 	now := t0
-	g := &gate{held: true, now: func() time.Time { return now }}
-	w := func(urgent bool, since time.Duration) *gateWaiter {
-		return &gateWaiter{ready: make(chan struct{}), since: t0.Add(since), urgent: urgent}
-	}
+	g.now = func() time.Time { return now }
 	low1, low2, urgent, high := w(false, 0), w(false, 1), w(true, 2), w(false, 3)
 	g.low = []*gateWaiter{low1, low2, urgent}
 	g.high = []*gateWaiter{high}
@@ -163,12 +168,9 @@ func TestGateUrgentReplayableFirst(t *testing.T) {
 // urgent turn, and urgent writers keep every other turn, however many of both keep arriving.
 func TestGateUrgentBoundedPassOver(t *testing.T) {
 	t.Parallel()
-	t0 := time.Unix(1_800_000_000, 0)
+	g, t0, w := heldGate()
 	now := t0
-	g := &gate{held: true, now: func() time.Time { return now }}
-	w := func(urgent bool, since time.Duration) *gateWaiter {
-		return &gateWaiter{ready: make(chan struct{}), since: t0.Add(since), urgent: urgent}
-	}
+	g.now = func() time.Time { return now }
 	turn := func(i int, want *gateWaiter) {
 		t.Helper()
 		g.leave()
