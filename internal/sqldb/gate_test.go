@@ -185,9 +185,10 @@ func TestGateUrgentBoundedPassOver(t *testing.T) {
 	g.low = []*gateWaiter{plain1, plain2, u1, u2}
 	now = t0.Add(urgentPassOverFor - time.Millisecond) // not yet overdue: urgent first
 	turn(0, u1)
-	g.low = append(g.low, u3) // urgent writers keep arriving
-	now = t0.Add(urgentPassOverFor + time.Millisecond) // both others overdue
-	for i, want := range []*gateWaiter{plain1, u2, plain2, u3} { // every other turn
+	// Urgent writers keep arriving; both others are overdue: they get every other turn.
+	g.low = append(g.low, u3)
+	now = t0.Add(urgentPassOverFor + time.Millisecond)
+	for i, want := range []*gateWaiter{plain1, u2, plain2, u3} {
 		if i == 1 {
 			g.low = append(g.low, u4)
 		}
