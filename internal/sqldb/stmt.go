@@ -37,6 +37,9 @@ type stmtCache struct {
 	m       map[string]*sql.Stmt
 	pending map[string]bool // being prepared in the background
 	closed  bool
+	bg      sync.WaitGroup     // background prepares; Close cancels and waits for them
+	closing context.Context    // ends when Close begins (made with the first background prepare)
+	close   context.CancelFunc // ends closing
 }
 
 // cacheable reports whether q is worth keeping prepared: one DML or query statement, not a script
@@ -86,10 +89,19 @@ func (db *DB) prepared(ctx context.Context, q string, inTx bool) *sql.Stmt {
 			}
 			c.pending[q] = true
 		}
-		c.mu.Unlock()
 		if start {
-			go db.prepare(context.WithoutCancel(ctx), q)
+			if c.closing == nil {
+				c.closing, c.close = context.WithCancel(context.Background())
+			}
+			closing := c.closing
+			c.bg.Go(func() {
+				ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+				defer cancel()
+				defer context.AfterFunc(closing, cancel)()
+				db.prepare(ctx, q)
+			})
 		}
+		c.mu.Unlock()
 		return nil
 	}
 	return db.prepare(ctx, q)
@@ -133,7 +145,13 @@ func (db *DB) Close() error {
 		_ = st.Close()
 	}
 	db.stmts.m, db.stmts.closed = nil, true
+	if db.stmts.close != nil {
+		db.stmts.close()
+	}
 	db.stmts.mu.Unlock()
+	// A background prepare may be opening a connection: closing the handle under it would leave
+	// that connection to be closed later, after the caller has moved or removed the file.
+	db.stmts.bg.Wait()
 	if db.checkpoints != nil {
 		db.checkpoints.close()
 	}
