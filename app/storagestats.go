@@ -3,6 +3,7 @@ package app
 import (
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/casebook/casebook/eventstore"
 	"github.com/casebook/casebook/internal/sqldb"
 )
 
@@ -14,11 +15,17 @@ type StorageStats struct {
 	Gate  map[string]sqldb.GateStats `json:"writer_gate"`
 	Group sqldb.GroupStats           `json:"group_commit"`
 	WAL   sqldb.WALStats             `json:"wal"`
+	// Subscribe counts the events the subscribers received, read from the event store or shared
+	// from another subscriber's read (eventstore.Tail); zeros where the store shares none (KurrentDB).
+	Subscribe eventstore.TailStats `json:"subscribe_events"`
 }
 
 // StorageStats reports the writer gate and group commit counters since Open.
 func (a *App) StorageStats() StorageStats {
 	s := StorageStats{Gate: map[string]sqldb.GateStats{"durable": a.DB.GateStats()}, Group: a.DB.GroupStats(), WAL: a.DB.WALStats()}
+	if r, ok := a.Store.(eventstore.SharedReader); ok {
+		s.Subscribe = r.SubscribeStats()
+	}
 	if a.projDB != a.DB {
 		s.Gate["replayable"] = a.projDB.GateStats()
 	}
@@ -36,10 +43,11 @@ var (
 	descGroupCalls    = prometheus.NewDesc("casebook_group_commit_calls_total", "Grouped writes committed; calls/commits is the mean batch.", nil, nil)
 	descWALPeak       = prometheus.NewDesc("casebook_sqlite_wal_peak_frames", "The longest the embedded file's write-ahead log has been, in pages.", nil, nil)
 	descWALRestarts   = prometheus.NewDesc("casebook_sqlite_wal_restarts_total", "Checkpoints that waited for readers so that the write-ahead log could start over, by outcome.", []string{"outcome"}, nil)
+	descSubscribe     = prometheus.NewDesc("casebook_subscribe_events_total", "Events the subscribers received, by source: read from the event store, or shared from another subscriber's read.", []string{"source"}, nil)
 )
 
 func (c storageCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descGateEntered, descGateContended, descGateWaited, descGroupCommits, descGroupCalls, descWALPeak, descWALRestarts} {
+	for _, d := range []*prometheus.Desc{descGateEntered, descGateContended, descGateWaited, descGroupCommits, descGroupCalls, descWALPeak, descWALRestarts, descSubscribe} {
 		ch <- d
 	}
 }
@@ -56,4 +64,6 @@ func (c storageCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(descWALPeak, prometheus.GaugeValue, float64(s.WAL.PeakFrames))
 	ch <- prometheus.MustNewConstMetric(descWALRestarts, prometheus.CounterValue, float64(s.WAL.Restarts), "restarted")
 	ch <- prometheus.MustNewConstMetric(descWALRestarts, prometheus.CounterValue, float64(s.WAL.RestartsGaveUp), "gave_up")
+	ch <- prometheus.MustNewConstMetric(descSubscribe, prometheus.CounterValue, float64(s.Subscribe.Backend), "backend")
+	ch <- prometheus.MustNewConstMetric(descSubscribe, prometheus.CounterValue, float64(s.Subscribe.Shared), "shared")
 }

@@ -13,7 +13,8 @@ import (
 
 // TestStorageMetrics: after intakes, /metrics counts the embedded file's write transactions per
 // handle (the durable one for appends and audit rows, the replayable one for subscribers) and the
-// grouped commits of appends and audit rows, and exports how the write-ahead log was bounded.
+// grouped commits of appends and audit rows, exports how the write-ahead log was bounded, and
+// counts the events the subscribers read from the store or shared.
 func TestStorageMetrics(t *testing.T) {
 	t.Parallel()
 	a, base := serve(t, app.Config{DataDir: t.TempDir()})
@@ -65,4 +66,8 @@ func TestStorageMetrics(t *testing.T) {
 	value(`casebook_sqlite_wal_peak_frames`)
 	value(`casebook_sqlite_wal_restarts_total{outcome="restarted"}`)
 	value(`casebook_sqlite_wal_restarts_total{outcome="gave_up"}`)
+	if v := value(`casebook_subscribe_events_total{source="backend"}`); v < 3 {
+		t.Errorf("events the subscribers read from the store = %v, want at least the 3 intakes'", v)
+	}
+	value(`casebook_subscribe_events_total{source="shared"}`)
 }

@@ -70,6 +70,7 @@ func Exercise(t *testing.T, newStore Factory, f Features) {
 		{"SubscribeCatchUpAndLive", testSubscribe},
 		{"SubscribeStopsOnHandlerError", testSubscribeHandlerError},
 		{"SubscribeCatchUpOverBatches", testSubscribeOverBatches},
+		{"SubscribersShareReads", testSubscribersShareReads},
 		{"Head", testHead},
 		{"CountAfter", testCountAfter},
 	}
@@ -498,6 +499,58 @@ func testSubscribeOverBatches(t *testing.T, s eventstore.Store, f Features) {
 	if err := s.Subscribe(ctx(t), eventstore.Start, func(context.Context, []eventstore.RecordedEvent) error { return boom }); !errors.Is(err, boom) {
 		t.Fatalf("subscribe returned %v, want the handler's error", err)
 	}
+}
+
+// testSubscribersShareReads: subscriptions of one store following the same log each get every
+// event once, in log order, while a store that shares its reads (eventstore.SharedReader) reads
+// most events from the backend once for all of them.
+func testSubscribersShareReads(t *testing.T, s eventstore.Store, _ Features) {
+	shared, ok := s.(eventstore.SharedReader)
+	if !ok {
+		t.Skip("the backend does not share reads between subscriptions")
+	}
+	const subs, streams, per, live = 8, 10, 100, 20
+	for i := range streams {
+		mustAppend(t, s, fmt.Sprint("s-", i), eventstore.NoStream(), Events(fmt.Sprint("e", i), per))
+	}
+	sctx, cancel := context.WithCancel(ctx(t))
+	defer cancel()
+	cs := make([]*collector, subs)
+	var wg sync.WaitGroup
+	for i := range cs {
+		cs[i] = newCollector()
+		wg.Go(func() { _ = s.Subscribe(sctx, eventstore.Start, cs[i].handle) })
+	}
+	for _, c := range cs {
+		c.waitFor(t, streams*per)
+	}
+	// Every delivered event was read from the backend or shared; without sharing, each
+	// subscription would have read all of them (subs*streams*per from the backend).
+	st := shared.SubscribeStats()
+	if st.Backend+st.Shared != subs*streams*per || st.Backend > 2*streams*per {
+		t.Errorf("catching up, %d subscriptions read %d events from the backend and %d shared, want %d in all, at most %d from the backend",
+			subs, st.Backend, st.Shared, subs*streams*per, 2*streams*per)
+	}
+	for i := range live {
+		mustAppend(t, s, fmt.Sprint("live-", i), eventstore.NoStream(), Events(fmt.Sprint("l", i), 1))
+	}
+	all, err := s.ReadAll(ctx(t), eventstore.Start, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, c := range cs {
+		got := c.waitFor(t, len(all))
+		if len(got) != len(all) {
+			t.Fatalf("subscription %d saw %d events, the log has %d", i, len(got), len(all))
+		}
+		for j := range all {
+			if got[j].ID != all[j].ID || got[j].Position != all[j].Position || !bytes.Equal(got[j].Data, all[j].Data) {
+				t.Fatalf("subscription %d: delivery %d = %s@%v, want %s@%v", i, j, got[j].ID, got[j].Position, all[j].ID, all[j].Position)
+			}
+		}
+	}
+	cancel()
+	wg.Wait()
 }
 
 func testSubscribeHandlerError(t *testing.T, s eventstore.Store, _ Features) {

@@ -127,6 +127,7 @@ type Store struct {
 	isClosed atomic.Bool
 	wg       sync.WaitGroup // the notifier and the listener
 	notify   chan struct{}  // a notification is due
+	tail     *eventstore.Tail
 
 	mu        sync.Mutex
 	wake      chan struct{} // closed and replaced on every notification
@@ -165,6 +166,7 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts Options) (*Store, error) 
 		closing:  closing,
 		shutdown: shutdown,
 		notify:   make(chan struct{}, 1),
+		tail:     eventstore.NewTail(eventstore.TailEvents),
 		wake:     make(chan struct{}),
 	}
 	s.wg.Add(1)
@@ -654,7 +656,9 @@ func (s *Store) Subscribe(ctx context.Context, from eventstore.Position, fn func
 		if err != nil {
 			return err
 		}
-		evs, held, err := s.read(ctx, from, SubscribeBatch, expect)
+		evs, held, err := s.tail.Fetch(from, SubscribeBatch, wake, func() ([]eventstore.RecordedEvent, uint64, error) {
+			return s.read(ctx, from, SubscribeBatch, expect)
+		})
 		if err != nil {
 			if ctx.Err() != nil {
 				return stopped()
@@ -821,12 +825,18 @@ func (s *Store) Close() error {
 	return nil
 }
 
+var _ eventstore.SharedReader = (*Store)(nil)
+
+// SubscribeStats implements eventstore.SharedReader.
+func (s *Store) SubscribeStats() eventstore.TailStats { return s.tail.Stats() }
+
 var _ eventstore.Rewriter = (*Store)(nil)
 
 // RewriteData implements eventstore.Rewriter. The old row version stays in the table's storage
 // until vacuum reclaims it.
 func (s *Store) RewriteData(ctx context.Context, stream string, revision uint64, old, data []byte) (bool, error) {
 	tag, err := s.pool.Exec(ctx, `UPDATE events SET data = $1 WHERE stream = $2 AND revision = $3 AND data = $4`, data, stream, int64(revision), old)
+	s.tail.Reset() // after the commit: no read begun before it is kept
 	if err != nil {
 		return false, fmt.Errorf("postgres: rewrite %s revision %d: %w", stream, revision, err)
 	}

@@ -472,5 +472,14 @@ func (s *Store) CommittedHead(ctx context.Context) (eventstore.Position, error) 
 	return eventstore.CommittedHead(ctx, s.inner)
 }
 
+// SubscribeStats implements eventstore.SharedReader: the inner store's, zeros when it shares no
+// reads.
+func (s *Store) SubscribeStats() eventstore.TailStats {
+	if r, ok := s.inner.(eventstore.SharedReader); ok {
+		return r.SubscribeStats()
+	}
+	return eventstore.TailStats{}
+}
+
 // Close implements eventstore.Store; it closes the inner store.
 func (s *Store) Close() error { return s.inner.Close() }

@@ -47,6 +47,7 @@ type Store struct {
 	mu     sync.Mutex
 	wake   chan struct{} // closed and replaced on every append
 	closed bool
+	tail   *eventstore.Tail
 }
 
 // Options configure a Store.
@@ -66,7 +67,7 @@ func New(ctx context.Context, db *sqldb.DB, opts Options) (*Store, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	return &Store{db: db, now: opts.Now, wake: make(chan struct{})}, nil
+	return &Store{db: db, now: opts.Now, wake: make(chan struct{}), tail: eventstore.NewTail(eventstore.TailEvents)}, nil
 }
 
 // Append implements eventstore.Store. Concurrent appends are group-committed (sqldb.Group): each
@@ -263,7 +264,10 @@ func (s *Store) Subscribe(ctx context.Context, from eventstore.Position, fn func
 		if err != nil {
 			return err
 		}
-		evs, err := s.ReadAll(ctx, from, SubscribeBatch)
+		evs, _, err := s.tail.Fetch(from, SubscribeBatch, wake, func() ([]eventstore.RecordedEvent, uint64, error) {
+			evs, err := s.ReadAll(ctx, from, SubscribeBatch)
+			return evs, 0, err
+		})
 		if err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
@@ -297,6 +301,11 @@ func (s *Store) Close() error {
 	return nil
 }
 
+var _ eventstore.SharedReader = (*Store)(nil)
+
+// SubscribeStats implements eventstore.SharedReader.
+func (s *Store) SubscribeStats() eventstore.TailStats { return s.tail.Stats() }
+
 var _ eventstore.Rewriter = (*Store)(nil)
 
 // RewriteData implements eventstore.Rewriter.
@@ -310,6 +319,7 @@ func (s *Store) RewriteData(ctx context.Context, stream string, revision uint64,
 		n, err = res.RowsAffected()
 		return err
 	})
+	s.tail.Reset() // after the commit: no read begun before it is kept
 	if err != nil {
 		return false, fmt.Errorf("sqlite: rewrite %s revision %d: %w", stream, revision, err)
 	}
