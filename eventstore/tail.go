@@ -48,7 +48,7 @@ type TailStats struct {
 // flight is a backend read in progress, and then its result.
 type flight struct {
 	from  Position
-	epoch any
+	epoch any // the wake-up signal of the subscription that began it
 	limit int
 	reset int // the Tail's resets when the read began
 	done  chan struct{}
@@ -62,8 +62,8 @@ func NewTail(max int) *Tail { return &Tail{max: max} }
 
 // Fetch returns the events after from, at most limit (> 0), for a subscription whose wake-up
 // signal (the channel the next append closes) is epoch. They come from the kept run when it holds
-// events after from; else from a backend read in flight that began at from, or before from under
-// the same epoch; else from read, whose result is kept. held is what the answering read reported
+// events after from; else from a backend read in flight from the same position; else from read,
+// whose result is kept. held is what the answering read reported
 // besides its events (Postgres: the largest transaction id held back), 0 when the kept run answered.
 //
 // A read that found nothing after from answers "nothing" only to callers of its own epoch: an
@@ -76,7 +76,9 @@ func (t *Tail) Fetch(from Position, limit int, epoch any, read func() ([]Recorde
 	}
 	var f *flight
 	for _, g := range t.flying {
-		if g.limit == limit && (g.from == from || g.epoch == epoch && g.from.Less(from)) {
+		// Only a read from the same position: one from further back (a subscription catching up,
+		// a rebuild) may take long and not reach from.
+		if g.limit == limit && g.from == from {
 			f = g
 			break
 		}
@@ -100,9 +102,9 @@ func (t *Tail) Fetch(from Position, limit int, epoch any, read func() ([]Recorde
 			t.mu.Unlock()
 			return evs, 0, nil
 		}
-		if usable && f.epoch == epoch && len(f.evs) < f.limit {
-			// The read found nothing after from up to the end of the log as it saw it, and it
-			// began under the caller's epoch: a read now would find the same.
+		if usable && f.epoch == epoch {
+			// The read found nothing after from, and it began under the caller's epoch: an append
+			// it missed will wake the caller again.
 			t.mu.Unlock()
 			return nil, f.held, nil
 		}

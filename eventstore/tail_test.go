@@ -161,7 +161,15 @@ func TestTailAnotherEpochTrustsOnlyEvents(t *testing.T) {
 				return b.log[i].Position
 			}
 			joined := make(chan struct{}, 1)
-			tl.joined = func() { joined <- struct{}{} }
+			var release sync.Once
+			open := func() { release.Do(func() { close(b.gate) }) }
+			tl.joined = func() {
+				if !tc.joins {
+					t.Error("the follower waited for a read from another position")
+					open()
+				}
+				joined <- struct{}{}
+			}
 			leader := make(chan error, 1)
 			go func() {
 				_, _, err := tl.Fetch(at(tc.leader), 100, "before an append", b.read(at(tc.leader), 100))
@@ -192,7 +200,7 @@ func TestTailAnotherEpochTrustsOnlyEvents(t *testing.T) {
 				r := <-done
 				done <- r
 			}
-			close(b.gate)
+			open()
 			if err := <-leader; err != nil {
 				t.Fatal(err)
 			}
@@ -211,51 +219,56 @@ func TestTailAnotherEpochTrustsOnlyEvents(t *testing.T) {
 	}
 }
 
+// TestTailJoinedReadThatFoundNothing: a follower at the log's end, under the leader's epoch, takes
+// the leader's "nothing new" without reading; a follower further back does not wait for a read
+// from further back (a subscription catching up may take long) and reads on its own.
 func TestTailJoinedReadThatFoundNothing(t *testing.T) {
-	for _, tc := range []struct {
-		name      string
-		log       int
-		limit     int
-		from      int // the follower's position (index into the log, -1 for Start)
-		wantReads int
-	}{
-		// The leader read to the log's end: the follower, at or after the leader's start, would
-		// find nothing either.
-		{"log end", 3, 10, 2, 1},
-		// The leader's page was full: after it there may be more, so the follower reads.
-		{"full page", 6, 3, 2, 2},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			tl := NewTail(100)
-			b := gated(logOf(tc.log))
-			joined := make(chan struct{}, 1)
-			tl.joined = func() { joined <- struct{}{} }
-			epoch := make(chan struct{})
-			go func() { _, _, _ = tl.Fetch(Start, tc.limit, epoch, b.read(Start, tc.limit)) }()
-			<-b.entered
-			from := b.log[tc.from].Position
-			done := make(chan []RecordedEvent, 1)
-			go func() {
-				evs, _, err := tl.Fetch(from, tc.limit, epoch, func() ([]RecordedEvent, uint64, error) {
-					return b.read(from, tc.limit)()
-				})
-				if err != nil {
-					t.Error(err)
-				}
-				done <- evs
-			}()
-			<-joined
-			close(b.gate)
-			evs := <-done
-			if n := b.count(); n != tc.wantReads {
-				t.Fatalf("backend reads = %d, want %d", n, tc.wantReads)
-			}
-			want := b.log[min(tc.from+1, len(b.log)):]
-			want = want[:min(len(want), tc.limit)]
-			if diff := cmp.Diff(want, evs, cmpEmpty); diff != "" {
-				t.Fatalf("follower got (-want +got):\n%s", diff)
-			}
+	tl := NewTail(100)
+	b := gated(logOf(3))
+	joined := make(chan struct{}, 1)
+	tl.joined = func() { joined <- struct{}{} }
+	epoch := make(chan struct{})
+	end := b.log[2].Position
+	go func() { _, _, _ = tl.Fetch(end, 10, epoch, b.read(end, 10)) }()
+	<-b.entered
+	done := make(chan []RecordedEvent, 1)
+	go func() {
+		evs, _, err := tl.Fetch(end, 10, epoch, func() ([]RecordedEvent, uint64, error) {
+			return nil, 0, errors.New("the follower read the backend")
 		})
+		if err != nil {
+			t.Error(err)
+		}
+		done <- evs
+	}()
+	<-joined
+	close(b.gate)
+	if evs := <-done; len(evs) != 0 {
+		t.Fatalf("follower got %d events, want none", len(evs))
+	}
+
+	b = gated(logOf(3))
+	tl = NewTail(100)
+	var release sync.Once
+	tl.joined = func() {
+		t.Error("a follower waited for a read from before its position")
+		release.Do(func() { close(b.gate) })
+	}
+	leader := make(chan struct{})
+	go func() {
+		defer close(leader)
+		_, _, _ = tl.Fetch(Start, 10, epoch, b.read(Start, 10))
+	}()
+	<-b.entered
+	var own bool
+	evs, _, err := tl.Fetch(b.log[0].Position, 10, epoch, func() ([]RecordedEvent, uint64, error) {
+		own = true
+		return b.log[1:], 0, nil
+	})
+	release.Do(func() { close(b.gate) })
+	<-leader
+	if err != nil || !own || len(evs) != 2 {
+		t.Fatalf("follower further on: own read %v, %d events, %v; want its own read of 2", own, len(evs), err)
 	}
 }
 
