@@ -9,8 +9,8 @@ import (
 
 // StorageStats is how the embedded store's writers shared the SQLite file: the writer gate as
 // entered by the durable handle (appends, audit, tenancy) and by the replayable one (subscribers),
-// and the durable handle's group commits. Postgres modes report zeros (no gate, no grouping of
-// appends).
+// and the durable handle's group commits (zeros in Postgres modes: no gate, no grouping of
+// appends), and how the subscribers' reads of the log were shared.
 type StorageStats struct {
 	Gate  map[string]sqldb.GateStats `json:"writer_gate"`
 	Group sqldb.GroupStats           `json:"group_commit"`
