@@ -39,7 +39,7 @@ type stmtCache struct {
 	closed  bool
 	bg      sync.WaitGroup     // background prepares; Close cancels and waits for them
 	closing context.Context    // ends when Close begins (made with the first background prepare)
-	close   context.CancelFunc // ends closing
+	stop    context.CancelFunc // ends closing
 }
 
 // cacheable reports whether q is worth keeping prepared: one DML or query statement, not a script
@@ -91,7 +91,7 @@ func (db *DB) prepared(ctx context.Context, q string, inTx bool) *sql.Stmt {
 		}
 		if start {
 			if c.closing == nil {
-				c.closing, c.close = context.WithCancel(context.Background())
+				c.closing, c.stop = context.WithCancel(context.Background())
 			}
 			closing := c.closing
 			c.bg.Go(func() {
@@ -145,8 +145,8 @@ func (db *DB) Close() error {
 		_ = st.Close()
 	}
 	db.stmts.m, db.stmts.closed = nil, true
-	if db.stmts.close != nil {
-		db.stmts.close()
+	if db.stmts.stop != nil {
+		db.stmts.stop()
 	}
 	db.stmts.mu.Unlock()
 	// A background prepare may be opening a connection: closing the handle under it would leave
