@@ -41,7 +41,9 @@ type Projection interface {
 	Version() int
 	// Tables lists the base names of the tables the runtime exposes as views.
 	Tables() []string
-	// Setup creates the generation's tables (gen.Table(base) for each base); it must be idempotent.
+	// Setup creates the generation's tables (gen.Table(base) for each base) and applies the
+	// later migrations of a generation made by earlier code (changes of indexes, which need no
+	// rebuild); it must be idempotent. A runner calls it for the active generation at every start.
 	Setup(ctx context.Context, db *sqldb.DB, gen Generation) error
 	// Apply writes the effect of b.Events inside b.Tx. It must be idempotent: an event may be
 	// delivered again after a crash. An error fails the batch; the runtime then applies the
@@ -268,8 +270,14 @@ func (r *Runner) Setup(ctx context.Context) error {
 	if err := Migrate(ctx, r.DB); err != nil {
 		return err
 	}
-	_, err := ensureActive(ctx, r.DB, r.Projection, r.Now())
-	return err
+	st, err := ensureActive(ctx, r.DB, r.Projection, r.Now())
+	if err != nil || st.ActiveVersion != r.Projection.Version() {
+		return err // a generation of another version is rebuilt, not migrated
+	}
+	if err := r.Projection.Setup(ctx, r.DB, st.ActiveGen); err != nil {
+		return fmt.Errorf("projection %s: migrate generation %d: %w", r.Projection.Name(), st.ActiveGen, err)
+	}
+	return nil
 }
 
 func (r *Runner) init() {
