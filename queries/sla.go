@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -79,7 +80,9 @@ func (c Clock) fill(due, next, frDue, resDue, fr sql.NullInt64, breached, watche
 func clockFilters(f Filter, where []string, args []any) ([]string, []any) {
 	const clock = `EXISTS (SELECT 1 FROM sla_clock c WHERE c.tenant_id = qm_inquiries.tenant_id AND c.inquiry_id = qm_inquiries.id AND `
 	if f.Breached != nil {
-		where, args = append(where, clock+`c.breached = ?)`), append(args, boolInt(*f.Breached))
+		// A literal, not a parameter: only then may the planner use the index of breached clocks,
+		// which holds breached = 1 alone.
+		where = append(where, clock+`c.breached = `+strconv.Itoa(boolInt(*f.Breached))+`)`)
 	}
 	if !f.DueBefore.IsZero() {
 		n := f.DueBefore.UnixNano()

@@ -26,7 +26,7 @@ import (
 // Name is the projection's name.
 const Name = "privacy"
 
-// Version changes whenever the tables or what is indexed change.
+// Version changes whenever the tables' rows change; a change of indexes is a migration (Setup).
 const Version = 1
 
 const schema = `
@@ -51,6 +51,17 @@ CREATE TABLE IF NOT EXISTS privacy_retention{g} (
 CREATE INDEX IF NOT EXISTS privacy_retention{g}_archived ON privacy_retention{g} (tenant_id, archived_at);
 CREATE INDEX IF NOT EXISTS privacy_retention{g}_closed ON privacy_retention{g} (tenant_id, closed_at);
 CREATE INDEX IF NOT EXISTS privacy_retention{g}_erased ON privacy_retention{g} (erased_at)`
+
+// sparseIndexes (migration 2) index only the rows that have an archive, close or erasure time:
+// an open inquiry adds no entry. A comparison on the column, as the retention sweeps make, implies
+// it is not NULL, so those statements can still use them.
+const sparseIndexes = `
+DROP INDEX IF EXISTS privacy_retention{g}_archived;
+CREATE INDEX privacy_retention{g}_archived ON privacy_retention{g} (tenant_id, archived_at) WHERE archived_at IS NOT NULL;
+DROP INDEX IF EXISTS privacy_retention{g}_closed;
+CREATE INDEX privacy_retention{g}_closed ON privacy_retention{g} (tenant_id, closed_at) WHERE closed_at IS NOT NULL;
+DROP INDEX IF EXISTS privacy_retention{g}_erased;
+CREATE INDEX privacy_retention{g}_erased ON privacy_retention{g} (erased_at) WHERE erased_at IS NOT NULL`
 
 // Indexer computes the blind index of a normalized email address in a tenant.
 type Indexer func(tenant domain.TenantID, email string) string
@@ -78,8 +89,9 @@ func (*Projection) Tables() []string { return []string{"privacy_requesters", "pr
 
 // Setup implements projections.Projection.
 func (*Projection) Setup(ctx context.Context, db *sqldb.DB, gen projections.Generation) error {
-	ddl := strings.ReplaceAll(schema, "{g}", gen.Table(""))
-	return sqldb.Migrate(ctx, db, projections.GenerationName(Name, gen), []sqldb.Migration{{Version: 1, SQL: ddl}})
+	g := strings.NewReplacer("{g}", gen.Table(""))
+	return sqldb.Migrate(ctx, db, projections.GenerationName(Name, gen), []sqldb.Migration{
+		{Version: 1, SQL: g.Replace(schema)}, {Version: 2, SQL: g.Replace(sparseIndexes)}})
 }
 
 // NormalizeEmail is the form an address is indexed and looked up in: trimmed and lower-cased
