@@ -119,3 +119,20 @@ func Plan(t testing.TB, db *sqldb.DB, q Querier, query, suffix string, args ...a
 	}
 	return plan
 }
+
+// IndexPlan is Plan with sequential scans disabled on Postgres, in a transaction of its own: on a
+// test's small tables it shows whether an index can serve query, not which plan is cheapest.
+func IndexPlan(t testing.TB, db *sqldb.DB, query string, args ...any) []string {
+	t.Helper()
+	tx, err := db.BeginTx(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback() }()
+	if db.Dialect == sqldb.Postgres {
+		if _, err := tx.ExecContext(t.Context(), `SET LOCAL enable_seqscan = off`); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return Plan(t, db, tx, query, "", args...)
+}
