@@ -69,3 +69,41 @@ func (b *Batch) ExecRows(ctx context.Context, head, tail string, width int, args
 	}
 	return nil
 }
+
+// SizeClass is the power of two at or above n (n ≥ 1). Multi-row statements on SQLite are written
+// for these sizes only: a statement text per row count would be parsed anew for most batches (the
+// kept statements are per text, and at most a few hundred), while a few texts stay prepared.
+func SizeClass(n int) int {
+	c := 1
+	for c < n {
+		c *= 2
+	}
+	return c
+}
+
+// ByKeys returns a FROM clause that reads table's rows for each (tenant, id) pair of tenants and
+// ids, with one probe of the table's key (tenantCol, idCol) per pair on both backends, and its
+// arguments, for a statement with no other parameters. A list of tenants and a list of ids
+// (tenant IN (…) AND id IN (…)) would probe every pair of the two instead, each tenant's id list
+// over again.
+//
+// On Postgres the pairs are two arrays joined through unnest. On SQLite they are a constant list
+// that the statement walks (a co-routine; CROSS JOIN keeps it the outer loop), each joined to its
+// row; the list is padded to a power of two with NULL pairs, which match nothing and are not
+// probed, so the text takes few forms and stays prepared.
+func (b *Batch) ByKeys(table, tenantCol, idCol string, tenants, ids []string) (string, []any) {
+	if b.DB.Dialect == sqldb.Postgres {
+		return table + ` JOIN unnest(?::text[], ?::text[]) AS k(t, i) ON ` + tenantCol + ` = k.t AND ` + idCol + ` = k.i`,
+			[]any{tenants, ids}
+	}
+	n := SizeClass(len(ids))
+	args := make([]any, 0, 2*n)
+	for j := range ids {
+		args = append(args, tenants[j], ids[j])
+	}
+	for len(args) < 2*n {
+		args = append(args, nil, nil)
+	}
+	return `(VALUES ` + strings.TrimSuffix(strings.Repeat("(?, ?), ", n), ", ") + `) AS k CROSS JOIN ` + table +
+		` ON ` + tenantCol + ` = k.column1 AND ` + idCol + ` = k.column2`, args
+}

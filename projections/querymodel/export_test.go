@@ -6,9 +6,6 @@ import (
 	"github.com/casebook/casebook/projections"
 )
 
-// SizeClass is the statement row-count helper, for tests.
-var SizeClass = sizeClass
-
 // LoadKeys looks up the stored rows of (tenant, id) keys as a batch does, and returns how many
 // it found.
 func LoadKeys(ctx context.Context, b *projections.Batch, keys [][2]string) (int, error) {

@@ -493,45 +493,13 @@ func load(ctx context.Context, b *projections.Batch, table string, keys, skip ma
 		for j, k := range part {
 			tenants[j], ids[j] = k.tenant, k.id
 		}
-		var q string
-		var args []any
-		if b.DB.Dialect == sqldb.Postgres {
-			// One index probe per key.
-			q = `SELECT ` + inquiryCols + ` FROM ` + table + ` JOIN unnest($1::text[], $2::text[]) AS k(t, i)
-				ON tenant_id = k.t AND id = k.i`
-			args = []any{tenants, ids}
-		} else {
-			// One primary-key probe per key: the keys are a constant list that the statement walks
-			// (a co-routine, CROSS JOIN keeps it outside), each joined to its row. The list is padded
-			// to a power of two with NULL keys, which match nothing and are not probed, so the text
-			// takes few forms and stays prepared (see sizeClass).
-			n := sizeClass(len(part))
-			args = make([]any, 0, 2*n)
-			for j := range part {
-				args = append(args, tenants[j], ids[j])
-			}
-			for len(args) < 2*n {
-				args = append(args, nil, nil)
-			}
-			q = `SELECT ` + inquiryCols + ` FROM (VALUES ` + strings.TrimSuffix(strings.Repeat("(?, ?), ", n), ", ") + `) AS k
-				CROSS JOIN ` + table + ` ON tenant_id = k.column1 AND id = k.column2`
-		}
+		from, args := b.ByKeys(table, "tenant_id", "id", tenants, ids)
+		q := `SELECT ` + inquiryCols + ` FROM ` + from
 		if err := loadChunk(ctx, b, q, args, keys, out); err != nil {
 			return nil, err
 		}
 	}
 	return out, nil
-}
-
-// sizeClass is the power of two at or above n (n ≥ 1). Multi-row statements on SQLite are written
-// for these sizes only: a statement text per row count would be parsed anew for most batches (the
-// kept statements are per text, and at most a few hundred), while a few texts stay prepared.
-func sizeClass(n int) int {
-	c := 1
-	for c < n {
-		c *= 2
-	}
-	return c
 }
 
 func loadChunk(ctx context.Context, b *projections.Batch, q string, args []any, want map[key]bool, out map[key]*row) error {

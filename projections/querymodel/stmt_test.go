@@ -51,15 +51,6 @@ func TestFewStatementTextsOnSQLite(t *testing.T) {
 	}
 }
 
-func TestSizeClass(t *testing.T) {
-	t.Parallel()
-	for n, want := range map[int]int{1: 1, 2: 2, 3: 4, 17: 32, 1024: 1024} {
-		if got := querymodel.SizeClass(n); got != want {
-			t.Errorf("sizeClass(%d) = %d, want %d", n, got, want)
-		}
-	}
-}
-
 // TestLookupProbesEachKeyOnce: a batch looks up its inquiries' stored rows with one primary-key
 // probe per key, however many tenants the batch spans. (Lists of tenants and of ids probed every
 // pair of the two: 32 tenants made 32 times the probes.) Measured in pages read, which depend on

@@ -256,34 +256,16 @@ func loadAll(ctx context.Context, b *projections.Batch, keys []key, fresh map[ke
 			look = append(look, k)
 		}
 	}
-	want := map[key]bool{}
-	for _, k := range look {
-		want[k] = true
-	}
 	const chunk = 512
 	for i := 0; i < len(look); i += chunk {
 		part := look[i:min(i+chunk, len(look))]
-		tenants := map[domain.TenantID]bool{}
-		var args []any
-		for _, k := range part {
-			if !tenants[k.tenant] {
-				tenants[k.tenant] = true
-				args = append(args, k.tenant)
-			}
+		tenants, ids := make([]string, len(part)), make([]string, len(part))
+		for j, k := range part {
+			tenants[j], ids[j] = string(k.tenant), string(k.id)
 		}
-		// Both lists are padded to a power of two by repeating their last value, so the
-		// statement's text takes few forms and stays prepared.
-		args = pad(args)
-		nt := len(args)
-		ids := make([]any, 0, len(part))
-		for _, k := range part {
-			ids = append(ids, k.id)
-		}
-		ids = pad(ids)
-		args = append(args, ids...)
+		from, args := b.ByKeys(b.Gen.Table("sla_clock"), "tenant_id", "inquiry_id", tenants, ids)
 		err := func() error {
-			rows, err := b.Query(ctx, `SELECT tenant_id, inquiry_id, state, policy FROM `+b.Gen.Table("sla_clock")+
-				` WHERE tenant_id IN (`+marks(nt)+`) AND inquiry_id IN (`+marks(len(ids))+`)`, args...)
+			rows, err := b.Query(ctx, `SELECT tenant_id, inquiry_id, state, policy FROM `+from, args...)
 			if err != nil {
 				return err
 			}
@@ -293,9 +275,6 @@ func loadAll(ctx context.Context, b *projections.Batch, keys []key, fresh map[ke
 				var state, pol string
 				if err := rows.Scan(&k.tenant, &k.id, &state, &pol); err != nil {
 					return err
-				}
-				if !want[k] { // the cross product of the two IN lists may name another tenant's inquiry
-					continue
 				}
 				q, err := restore(k, state)
 				if err != nil {
@@ -311,20 +290,6 @@ func loadAll(ctx context.Context, b *projections.Batch, keys []key, fresh map[ke
 	}
 	return out, nil
 }
-
-// pad repeats vs' last value up to a power of two values.
-func pad(vs []any) []any {
-	n := 1
-	for n < len(vs) {
-		n *= 2
-	}
-	for len(vs) < n {
-		vs = append(vs, vs[len(vs)-1])
-	}
-	return vs
-}
-
-func marks(n int) string { return strings.TrimSuffix(strings.Repeat("?, ", n), ", ") }
 
 func currentPolicy(ctx context.Context, b *projections.Batch, tenant domain.TenantID) (string, error) {
 	var pol string
