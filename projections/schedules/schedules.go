@@ -329,9 +329,8 @@ func restore(k key, state string) (*domain.Inquiry, error) {
 }
 
 // clockState is domain.Inquiry as sla_clock stores it: the same fields under the same names (the
-// conversions between the two fail to compile once they differ), zero values left out. An
-// inquiry's stored state was 864 bytes when every field was written, most of them zero times
-// ("0001-01-01T00:00:00Z"); a state stored in that form decodes to the same inquiry.
+// conversions between the two fail to compile once they differ), zero values left out. A state
+// stored with every field, as earlier releases wrote it, decodes to the same inquiry.
 type clockState struct {
 	ID               domain.InquiryID           `json:",omitzero"`
 	TenantID         domain.TenantID            `json:",omitzero"`
