@@ -82,14 +82,11 @@ func (db *DB) prepared(ctx context.Context, q string, inTx bool) *sql.Stmt {
 	}
 	if inTx {
 		c.mu.Lock()
-		start := !c.closed && !c.pending[q]
-		if start {
+		if !c.closed && !c.pending[q] {
 			if c.pending == nil {
 				c.pending = make(map[string]bool)
 			}
 			c.pending[q] = true
-		}
-		if start {
 			if c.closing == nil {
 				c.closing, c.stop = context.WithCancel(context.Background())
 			}
