@@ -153,6 +153,8 @@ type App struct {
 	// projDB is the handle subscribers write through: in embedded mode a second handle on the same
 	// file without an fsync per commit (their output replays from the log); otherwise DB.
 	projDB *sqldb.DB
+	// appendGroups counts the grouped appends of an event store that groups them itself (Postgres).
+	appendGroups interface{ GroupStats() sqldb.GroupStats }
 	// owner is the subscriber lease identity: fixed in embedded mode, where the serve lock makes this
 	// process the only server; random per process otherwise.
 	owner   string
@@ -249,6 +251,7 @@ func (a *App) openPostgres(ctx context.Context) error {
 			return err
 		}
 		a.Store = store
+		a.appendGroups = store
 		a.closers = append(a.closers, store.Close)
 	}
 	return a.wire(ctx)

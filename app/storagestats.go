@@ -7,10 +7,10 @@ import (
 	"github.com/casebook/casebook/internal/sqldb"
 )
 
-// StorageStats is how the embedded store's writers shared the SQLite file: the writer gate as
-// entered by the durable handle (appends, audit, tenancy) and by the replayable one (subscribers),
-// and the durable handle's group commits (zeros in Postgres modes: no gate, no grouping of
-// appends), and how the subscribers' reads of the log were shared.
+// StorageStats is how the writers shared the store: on SQLite the writer gate as entered by the
+// durable handle (appends, audit, tenancy) and by the replayable one (subscribers); the group
+// commits of appends and audit rows (on Postgres those of the event store's appends and of the
+// database handle's grouped writes, summed); and how the subscribers' reads of the log were shared.
 type StorageStats struct {
 	Gate  map[string]sqldb.GateStats `json:"writer_gate"`
 	Group sqldb.GroupStats           `json:"group_commit"`
@@ -23,6 +23,9 @@ type StorageStats struct {
 // StorageStats reports the writer gate and group commit counters since Open.
 func (a *App) StorageStats() StorageStats {
 	s := StorageStats{Gate: map[string]sqldb.GateStats{"durable": a.DB.GateStats()}, Group: a.DB.GroupStats(), WAL: a.DB.WALStats()}
+	if a.appendGroups != nil {
+		s.Group = addGroups(s.Group, a.appendGroups.GroupStats())
+	}
 	if r, ok := a.Store.(eventstore.SharedReader); ok {
 		s.Subscribe = r.SubscribeStats()
 	}
@@ -30,6 +33,12 @@ func (a *App) StorageStats() StorageStats {
 		s.Gate["replayable"] = a.projDB.GateStats()
 	}
 	return s
+}
+
+// addGroups sums the counters of two sources of group commits.
+func addGroups(a, b sqldb.GroupStats) sqldb.GroupStats {
+	return sqldb.GroupStats{Commits: a.Commits + b.Commits, Calls: a.Calls + b.Calls, Largest: max(a.Largest, b.Largest),
+		Abandoned: a.Abandoned + b.Abandoned, Retried: a.Retried + b.Retried, Waiting: a.Waiting + b.Waiting}
 }
 
 // storageCollector exports StorageStats to Prometheus on each scrape.

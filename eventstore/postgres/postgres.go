@@ -14,7 +14,8 @@
 // (pg_snapshot_xmin(pg_current_snapshot())): every transaction with a smaller id has ended, and every
 // transaction still running or not yet started has, or will get, an id at or above xmin. So once an
 // event is returned, no event can later appear before it, and a reader can resume strictly after the
-// last position it saw. Events of one append share an xid and are ordered by seq.
+// last position it saw. Events of one transaction (an append, or the appends grouped in it) share an
+// xid and are ordered by seq.
 //
 // Positions hold transaction ids of one cluster. Physical replicas and pg_upgrade keep the counter, but
 // a logical copy (dump and restore, logical replication) starts a lower one: new events would sort
@@ -128,6 +129,7 @@ type Store struct {
 	wg       sync.WaitGroup // the notifier and the listener
 	notify   chan struct{}  // a notification is due
 	tail     *eventstore.Tail
+	group    appendGroup
 
 	mu        sync.Mutex
 	wake      chan struct{} // closed and replaced on every notification
@@ -168,6 +170,7 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts Options) (*Store, error) 
 		notify:   make(chan struct{}, 1),
 		tail:     eventstore.NewTail(eventstore.TailEvents),
 		wake:     make(chan struct{}),
+		group:    appendGroup{max: GroupWriters},
 	}
 	s.wg.Add(1)
 	go s.notifier() //nolint:gosec // lives as long as the store; Close ends it
@@ -221,7 +224,8 @@ func (s *Store) checkOpen() error {
 	return nil
 }
 
-// Each append is one INSERT statement, so one implicit transaction. Revisions in a stream are dense,
+// Each append is one INSERT statement; appends made at the same time share a transaction (group.go),
+// one sent alone has one of its own. Revisions in a stream are dense,
 // so the unique (stream, revision) constraint enforces the condition: NoStream inserts revision 0,
 // Exact(r) inserts r+1 only if r exists, and an append that loses a race fails on the constraint
 // (23505), which Append reports as ErrConcurrency. Any reads the last revision in the same statement.
@@ -276,7 +280,7 @@ func (s *Store) Append(ctx context.Context, stream string, expected eventstore.E
 		query, args = withCompanions(query, args, cs, stream)
 	}
 	for {
-		res, n, err := s.insert(ctx, query, args)
+		res, n, err := s.insertGrouped(ctx, query, args)
 		var pgErr *pgconn.PgError
 		if taken := companionTaken(err, cs); taken != nil {
 			return eventstore.AppendResult{}, taken
@@ -351,6 +355,12 @@ func (s *Store) insert(ctx context.Context, query string, args []any) (eventstor
 	if err != nil {
 		return eventstore.AppendResult{}, 0, err
 	}
+	return scanInserted(rows)
+}
+
+// scanInserted reads an append statement's rows: where its last event landed and how many it
+// inserted.
+func scanInserted(rows pgx.Rows) (eventstore.AppendResult, int, error) {
 	defer rows.Close()
 	var res eventstore.AppendResult
 	n := 0

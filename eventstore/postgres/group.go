@@ -1,0 +1,174 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/casebook/casebook/eventstore"
+	"github.com/casebook/casebook/internal/sqldb"
+)
+
+// Group commit. Appends made at the same time are sent together: a writer takes every append
+// queued (at most MaxGroup) and sends their statements in one pipeline (pgx.Batch), which the
+// server runs as one implicit transaction with one commit. The batch pays one round trip and one
+// commit where each append paid its own; each statement is the one an append sends alone, so its
+// checks (the expected revision, its companions' unique keys) are unchanged. Every append is
+// answered only after the commit.
+//
+// A statement the server refuses aborts the whole transaction, so nothing of the batch is written;
+// each append of the batch then runs again alone, in its own transaction, and gets its own outcome.
+// An error that is not the server's refusal (a lost connection) leaves the outcome unknown, as for
+// an append sent alone: it is returned to every append of the batch, and none is sent again.
+
+// MaxGroup bounds how many appends share one transaction.
+const MaxGroup = 256
+
+// GroupWriters is how many batches a Store sends at once: one fills while the other commits.
+// Measured through casebook serve with 32 clients, one and two writers served within noise of each
+// other, four no more; every append on a connection of its own (no grouping) served 30–45 % less.
+const GroupWriters = 2
+
+// appendGroup is the queue of appends waiting for a writer, and its counters.
+type appendGroup struct {
+	mu      sync.Mutex
+	queue   []*insertCall
+	writers int // writers running, at most max
+	max     int
+
+	commits, calls, largest, abandoned, retried atomic.Uint64
+
+	// queued and taken, when set (tests), are called after an append is queued and after a writer
+	// takes a batch.
+	queued func()
+	taken  func(n int)
+}
+
+type insertCall struct {
+	ctx   context.Context
+	query string
+	args  []any
+	res   eventstore.AppendResult
+	n     int
+	err   error
+	done  chan struct{}
+}
+
+// GroupStats implements the counters of sqldb.GroupStats for the store's appends.
+func (s *Store) GroupStats() sqldb.GroupStats {
+	g := &s.group
+	g.mu.Lock()
+	waiting := len(g.queue)
+	g.mu.Unlock()
+	return sqldb.GroupStats{Commits: g.commits.Load(), Calls: g.calls.Load(), Largest: g.largest.Load(),
+		Abandoned: g.abandoned.Load(), Retried: g.retried.Load(), Waiting: waiting}
+}
+
+// insertGrouped runs an append statement in a transaction shared with the appends queued with it
+// and returns once that transaction has ended. When ctx ends while the append is still queued, it
+// returns ctx.Err() and the statement is never sent; once taken, its outcome is awaited (the
+// statement runs without ctx's cancellation: ending one caller must not abort the others' batch).
+func (s *Store) insertGrouped(ctx context.Context, query string, args []any) (eventstore.AppendResult, int, error) {
+	g := &s.group
+	me := &insertCall{ctx: context.WithoutCancel(ctx), query: query, args: args, done: make(chan struct{})}
+	g.mu.Lock()
+	g.queue = append(g.queue, me)
+	if g.writers < g.max {
+		g.writers++
+		go s.writeGroups()
+	}
+	g.mu.Unlock()
+	if g.queued != nil {
+		g.queued()
+	}
+	select {
+	case <-me.done:
+		return me.res, me.n, me.err
+	case <-ctx.Done():
+	}
+	g.mu.Lock()
+	if i := slices.Index(g.queue, me); i >= 0 {
+		g.queue = slices.Delete(g.queue, i, i+1)
+		g.mu.Unlock()
+		g.abandoned.Add(1)
+		return eventstore.AppendResult{}, 0, ctx.Err()
+	}
+	g.mu.Unlock()
+	<-me.done
+	return me.res, me.n, me.err
+}
+
+// writeGroups sends batches until the queue is empty, then ends.
+func (s *Store) writeGroups() {
+	g := &s.group
+	for {
+		g.mu.Lock()
+		n := min(len(g.queue), MaxGroup)
+		if n == 0 {
+			g.writers--
+			g.mu.Unlock()
+			return
+		}
+		batch := slices.Clone(g.queue[:n])
+		g.queue = slices.Delete(g.queue, 0, n)
+		g.mu.Unlock()
+		if g.taken != nil {
+			g.taken(n)
+		}
+		s.sendGroup(batch)
+		g.commits.Add(1)
+		g.calls.Add(uint64(n))
+		for l := g.largest.Load(); uint64(n) > l && !g.largest.CompareAndSwap(l, uint64(n)); l = g.largest.Load() {
+		}
+		for _, c := range batch {
+			close(c.done)
+		}
+	}
+}
+
+// sendGroup runs batch's statements in one transaction, or each alone when the server refused
+// one of them.
+func (s *Store) sendGroup(batch []*insertCall) {
+	if len(batch) == 1 {
+		c := batch[0]
+		c.res, c.n, c.err = s.insert(c.ctx, c.query, c.args)
+		return
+	}
+	b := &pgx.Batch{}
+	for _, c := range batch {
+		b.Queue(c.query, c.args...)
+	}
+	br := s.pool.SendBatch(batch[0].ctx, b)
+	var failed error
+	for _, c := range batch {
+		rows, err := br.Query()
+		if err == nil {
+			c.res, c.n, err = scanInserted(rows)
+		}
+		if err != nil && failed == nil {
+			failed = err
+		}
+	}
+	if err := br.Close(); err != nil && failed == nil {
+		failed = err // the commit
+	}
+	if failed == nil {
+		return
+	}
+	var pgErr *pgconn.PgError
+	if !errors.As(failed, &pgErr) || pgErr.Severity != "ERROR" { // FATAL: the session ended
+		for _, c := range batch {
+			c.res, c.n, c.err = eventstore.AppendResult{}, 0, failed
+		}
+		return
+	}
+	s.group.retried.Add(1)
+	for _, c := range batch {
+		c.res, c.n, c.err = s.insert(c.ctx, c.query, c.args)
+	}
+}

@@ -1,0 +1,207 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/casebook/casebook/eventstore"
+	"github.com/casebook/casebook/eventstore/eventstoretest"
+	"github.com/casebook/casebook/internal/sqldb"
+)
+
+// heldWriter is a store with one group writer, held busy by an append that waits for a row the
+// test inserted and has not committed: appends made meanwhile queue and go out as one batch once
+// release is called.
+type heldWriter struct {
+	s       *Store
+	queued  chan struct{}
+	taken   chan int
+	release func()
+	held    chan error
+}
+
+// holdWriter first creates the streams named in existing, one event each, with appends of their own.
+func holdWriter(t *testing.T, existing ...string) *heldWriter {
+	t.Helper()
+	pool := gapPool(t)
+	h := &heldWriter{s: gapStore(t, pool, Options{}), queued: make(chan struct{}, 64), taken: make(chan int, 64), held: make(chan error, 1)}
+	for _, st := range existing {
+		if _, err := h.s.Append(t.Context(), st, eventstore.NoStream(), eventstoretest.Events(st, 1)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h.s.group.max = 1
+	h.s.group.queued = func() { h.queued <- struct{}{} }
+	h.s.group.taken = func(n int) { h.taken <- n }
+	ctx := t.Context()
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = tx.Rollback(context.Background()) })
+	ev := eventstoretest.Events("blocker", 1)[0]
+	if _, err := tx.Exec(ctx, `INSERT INTO events (stream, revision, id, type, data, metadata, recorded_at)
+		VALUES ('held', 0, $1, $2, $3, $4, now())`, ev.ID, ev.Type, ev.Data, ev.Metadata); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		_, err := h.s.Append(context.Background(), "held", eventstore.NoStream(), eventstoretest.Events("held", 1))
+		h.held <- err
+	}()
+	<-h.queued
+	if n := <-h.taken; n != 1 {
+		t.Fatalf("the held append went out with %d others", n-1)
+	}
+	h.release = func() {
+		if err := tx.Rollback(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-h.held; err != nil {
+			t.Fatalf("held append: %v", err)
+		}
+	}
+	return h
+}
+
+type appendReq struct {
+	stream   string
+	expected eventstore.ExpectedRevision
+}
+
+// queue makes the appends concurrently, waits until all are queued behind the held writer, releases
+// it, and returns each append's error once the batch has gone out.
+func (h *heldWriter) queue(t *testing.T, reqs []appendReq) []error {
+	t.Helper()
+	errs := make([]chan error, len(reqs))
+	for i, r := range reqs {
+		errs[i] = make(chan error, 1)
+		go func() {
+			_, err := h.s.Append(context.Background(), r.stream, r.expected, eventstoretest.Events(fmt.Sprint(r.stream, "-", i), 2))
+			errs[i] <- err
+		}()
+	}
+	for range reqs {
+		<-h.queued
+	}
+	h.release()
+	if n := <-h.taken; n != len(reqs) {
+		t.Fatalf("batch of %d appends, want all %d queued", n, len(reqs))
+	}
+	out := make([]error, len(reqs))
+	for i := range errs {
+		out[i] = <-errs[i]
+	}
+	return out
+}
+
+// xids returns how many transactions wrote each stream's events.
+func xids(t *testing.T, s *Store, streams ...string) map[string]int {
+	t.Helper()
+	out := map[string]int{}
+	for _, st := range streams {
+		var n int
+		if err := s.pool.QueryRow(t.Context(), `SELECT count(DISTINCT xid) FROM events WHERE stream = $1`, st).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		out[st] = n
+	}
+	return out
+}
+
+// Appends queued together commit in one transaction, each with its own revisions, and each
+// caller hears of it only after that commit.
+func TestGroupedAppendsShareOneTransaction(t *testing.T) {
+	t.Parallel()
+	h := holdWriter(t)
+	var reqs []appendReq
+	for i := range 5 {
+		reqs = append(reqs, appendReq{fmt.Sprint("g-", i), eventstore.NoStream()})
+	}
+	for i, err := range h.queue(t, reqs) {
+		if err != nil {
+			t.Errorf("append %d: %v", i, err)
+		}
+	}
+	var n int
+	if err := h.s.pool.QueryRow(t.Context(), `SELECT count(DISTINCT xid) FROM events WHERE stream LIKE 'g-%'`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	if n != 1 {
+		t.Errorf("the batch's events were written by %d transactions, want 1", n)
+	}
+	for _, r := range reqs {
+		evs, err := h.s.ReadStream(t.Context(), r.stream, 0, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(evs) != 2 || evs[0].Revision != 0 || evs[1].Revision != 1 {
+			t.Errorf("%s: %d events, want revisions 0 and 1", r.stream, len(evs))
+		}
+	}
+	want := sqldb.GroupStats{Commits: 2, Calls: 6, Largest: 5}
+	if diff := cmp.Diff(want, h.s.GroupStats()); diff != "" {
+		t.Errorf("GroupStats (-want +got):\n%s", diff)
+	}
+}
+
+// An append the server refuses fails alone: the batch runs again with every append in its own
+// transaction, and the others land.
+func TestGroupRefusalFailsOnlyItsOwnAppend(t *testing.T) {
+	t.Parallel()
+	h := holdWriter(t, "dup", "stale")
+	errs := h.queue(t, []appendReq{
+		{"g-0", eventstore.NoStream()},
+		{"dup", eventstore.NoStream()}, // refused by the server (unique revision): aborts the batch
+		{"g-1", eventstore.NoStream()},
+		{"stale", eventstore.Exact(5)}, // inserts nothing
+		{"g-2", eventstore.Any()},
+	})
+	for i, want := range []error{nil, eventstore.ErrConcurrency, nil, eventstore.ErrConcurrency, nil} {
+		if !errors.Is(errs[i], want) || (want == nil && errs[i] != nil) {
+			t.Errorf("append %d: err = %v, want %v", i, errs[i], want)
+		}
+	}
+	for st, want := range map[string]int{"g-0": 2, "g-1": 2, "g-2": 2, "dup": 1, "stale": 1} {
+		evs, err := h.s.ReadStream(t.Context(), st, 0, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(evs) != want {
+			t.Errorf("%s: %d events, want %d", st, len(evs), want)
+		}
+	}
+	if st := h.s.GroupStats(); st.Retried != 1 {
+		t.Errorf("GroupStats = %+v, want the batch retried once", st)
+	}
+}
+
+// An append whose caller gives up while it is queued is never sent.
+func TestGroupAbandonedAppendIsNotSent(t *testing.T) {
+	t.Parallel()
+	h := holdWriter(t)
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() {
+		_, err := h.s.Append(ctx, "gone", eventstore.NoStream(), eventstoretest.Events("gone", 1))
+		done <- err
+	}()
+	<-h.queued
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("abandoned append: err = %v, want context.Canceled", err)
+	}
+	errs := h.queue(t, []appendReq{{"kept", eventstore.NoStream()}})
+	if errs[0] != nil {
+		t.Fatal(errs[0])
+	}
+	if got := xids(t, h.s, "gone", "kept"); got["gone"] != 0 || got["kept"] != 1 {
+		t.Errorf("transactions per stream = %v, want none for the abandoned append", got)
+	}
+	if st := h.s.GroupStats(); st.Abandoned != 1 || st.Calls != 2 {
+		t.Errorf("GroupStats = %+v, want 1 abandoned and 2 calls", st)
+	}
+}
