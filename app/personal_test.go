@@ -242,8 +242,9 @@ func TestProjectionsWithoutPersonalDataBuildTheSameRows(t *testing.T) {
 			live := tableRows(t, d.a, p)
 			fromOpened := rebuild(opened{d.a.Store}, p)
 			fromStored := rebuild(d.a.Store, p)
-			// listrowmap folds List row events, which need a List; slackdueintents has no table.
-			if len(fromStored) == 0 && p.Name() != "listrowmap" && p.Name() != "slackdueintents" {
+			// listrowmap folds List row events, which need a List; listintents and slackdueintents
+			// keep no table (their output is jobs, which a rebuild never emits).
+			if len(fromStored) == 0 && p.Name() != "listrowmap" && p.Name() != "listintents" && p.Name() != "slackdueintents" {
 				t.Errorf("%s: no rows to compare", p.Name())
 			}
 			if diff := cmp.Diff(fromOpened, fromStored); diff != "" {

@@ -20,12 +20,13 @@ const (
 	RowMapName  = "listrowmap"
 )
 
-// Intents is the listintents subscriber. From inquiry streams it records each inquiry's desired
-// version and, for each active List of the tenant, inserts one sync job per inquiry per batch (the
-// newest version) and, on a transition to a terminal state, a removal job scheduled at the
-// transition's time + the List's delay — in the checkpoint's transaction. Batch.Emit records the
-// effect key first: a redelivery never inserts twice and a rebuild (Batch.Replaying) inserts nothing.
-// A tenant without an active List gets no job: zero I/O.
+// Intents is the listintents subscriber. From inquiry streams, for each active List of the tenant,
+// it inserts one sync job per inquiry per batch (the newest version) and, on a transition to a
+// terminal state, a removal job scheduled at the transition's time + the List's delay — in the
+// checkpoint's transaction. Batch.Emit records the effect key first: a redelivery never inserts
+// twice and a rebuild (Batch.Replaying) inserts nothing. A tenant without an active List gets no
+// job: zero I/O. It keeps no table: the List's health reads the desired version from the inquiry
+// itself, and the reconciler works from the List's inventory and the log.
 type Intents struct {
 	Effects *slackeffects.Runtime
 }
@@ -42,17 +43,23 @@ func (*Intents) Version() int { return 1 }
 // and statuses.
 func (*Intents) ReadsPersonalData() bool { return false }
 
-// Tables implements projections.Projection.
-func (*Intents) Tables() []string { return []string{"slack_list_desired"} }
+// Tables implements projections.Projection: none.
+func (*Intents) Tables() []string { return nil }
 
-// Setup implements projections.Projection.
+// Setup implements projections.Projection. Generations made before migration 2 kept each
+// inquiry's desired version in slack_list_desired, which nothing read; migration 2 drops it (and
+// its view), so such a generation equals a new one and serves without a rebuild.
 func (*Intents) Setup(ctx context.Context, db *sqldb.DB, gen projections.Generation) error {
-	ddl := `CREATE TABLE IF NOT EXISTS ` + gen.Table("slack_list_desired") + ` (
+	table := gen.Table("slack_list_desired")
+	ddl := `CREATE TABLE IF NOT EXISTS ` + table + ` (
 	tenant_id       TEXT   NOT NULL,
 	inquiry_id      TEXT   NOT NULL,
 	desired_version BIGINT NOT NULL,
 	PRIMARY KEY (tenant_id, inquiry_id))`
-	return sqldb.Migrate(ctx, db, projections.GenerationName(IntentsName, gen), []sqldb.Migration{{Version: 1, SQL: ddl}})
+	return sqldb.Migrate(ctx, db, projections.GenerationName(IntentsName, gen), []sqldb.Migration{
+		{Version: 1, SQL: ddl},
+		{Version: 2, SQL: `DROP VIEW IF EXISTS slack_list_desired; DROP TABLE IF EXISTS ` + table},
+	})
 }
 
 type inqKey struct {
@@ -84,7 +91,6 @@ func streamInquiry(kind, stream string, meta []byte) (inqKey, bool, error) {
 
 // Apply implements projections.Projection.
 func (p *Intents) Apply(ctx context.Context, b *projections.Batch) error {
-	table := b.Gen.Table("slack_list_desired")
 	desired := map[inqKey]uint64{}
 	terminals := map[inqKey]terminal{}
 	var order []inqKey
@@ -119,13 +125,6 @@ func (p *Intents) Apply(ctx context.Context, b *projections.Batch) error {
 	type active struct {
 		lists  []string
 		delays []time.Duration
-	}
-	raise := make([]slackeffects.Desired, len(order))
-	for i, k := range order {
-		raise[i] = slackeffects.Desired{Tenant: k.tenant, Inquiry: k.id, Version: desired[k]}
-	}
-	if err := slackeffects.RaiseDesired(ctx, b, table, raise); err != nil {
-		return err
 	}
 	if b.Replaying {
 		return nil // a rebuild never emits: the live generation did
