@@ -143,6 +143,7 @@ func (s *Store) sendGroup(batch []*insertCall) {
 	b := &pgx.Batch{}
 	for _, c := range batch {
 		b.Queue(c.query, c.args...)
+		sqldb.RecordStatement(c.ctx, c.query) // the pool's tracer sees no pipeline
 	}
 	br := s.pool.SendBatch(batch[0].ctx, b)
 	var failed error

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -70,6 +71,7 @@ func holdWriter(t *testing.T, existing ...string) *heldWriter {
 type appendReq struct {
 	stream   string
 	expected eventstore.ExpectedRevision
+	ctx      context.Context // context.Background() when nil
 }
 
 // queue makes the appends concurrently, waits until all are queued behind the held writer, releases
@@ -79,8 +81,12 @@ func (h *heldWriter) queue(t *testing.T, reqs []appendReq) []error {
 	errs := make([]chan error, len(reqs))
 	for i, r := range reqs {
 		errs[i] = make(chan error, 1)
+		ctx := r.ctx
+		if ctx == nil {
+			ctx = context.Background()
+		}
 		go func() {
-			_, err := h.s.Append(context.Background(), r.stream, r.expected, eventstoretest.Events(fmt.Sprint(r.stream, "-", i), 2))
+			_, err := h.s.Append(ctx, r.stream, r.expected, eventstoretest.Events(fmt.Sprint(r.stream, "-", i), 2))
 			errs[i] <- err
 		}()
 	}
@@ -119,8 +125,10 @@ func TestGroupedAppendsShareOneTransaction(t *testing.T) {
 	h := holdWriter(t)
 	var reqs []appendReq
 	for i := range 5 {
-		reqs = append(reqs, appendReq{fmt.Sprint("g-", i), eventstore.NoStream()})
+		reqs = append(reqs, appendReq{stream: fmt.Sprint("g-", i), expected: eventstore.NoStream()})
 	}
+	logged, log := sqldb.WithStatementLog(context.Background())
+	reqs[2].ctx = logged
 	for i, err := range h.queue(t, reqs) {
 		if err != nil {
 			t.Errorf("append %d: %v", i, err)
@@ -142,6 +150,9 @@ func TestGroupedAppendsShareOneTransaction(t *testing.T) {
 			t.Errorf("%s: %d events, want revisions 0 and 1", r.stream, len(evs))
 		}
 	}
+	if got := log.Statements(); len(got) != 1 || !strings.Contains(got[0], "INSERT INTO events") {
+		t.Errorf("statement log of one grouped append = %q, want its own statement alone", got)
+	}
 	want := sqldb.GroupStats{Commits: 2, Calls: 6, Largest: 5}
 	if diff := cmp.Diff(want, h.s.GroupStats()); diff != "" {
 		t.Errorf("GroupStats (-want +got):\n%s", diff)
@@ -154,11 +165,11 @@ func TestGroupRefusalFailsOnlyItsOwnAppend(t *testing.T) {
 	t.Parallel()
 	h := holdWriter(t, "dup", "stale")
 	errs := h.queue(t, []appendReq{
-		{"g-0", eventstore.NoStream()},
-		{"dup", eventstore.NoStream()}, // refused by the server (unique revision): aborts the batch
-		{"g-1", eventstore.NoStream()},
-		{"stale", eventstore.Exact(5)}, // inserts nothing
-		{"g-2", eventstore.Any()},
+		{stream: "g-0", expected: eventstore.NoStream()},
+		{stream: "dup", expected: eventstore.NoStream()}, // refused by the server (unique revision): aborts the batch
+		{stream: "g-1", expected: eventstore.NoStream()},
+		{stream: "stale", expected: eventstore.Exact(5)}, // inserts nothing
+		{stream: "g-2", expected: eventstore.Any()},
 	})
 	for i, want := range []error{nil, eventstore.ErrConcurrency, nil, eventstore.ErrConcurrency, nil} {
 		if !errors.Is(errs[i], want) || (want == nil && errs[i] != nil) {
@@ -194,7 +205,7 @@ func TestGroupAbandonedAppendIsNotSent(t *testing.T) {
 	if err := <-done; !errors.Is(err, context.Canceled) {
 		t.Fatalf("abandoned append: err = %v, want context.Canceled", err)
 	}
-	errs := h.queue(t, []appendReq{{"kept", eventstore.NoStream()}})
+	errs := h.queue(t, []appendReq{{stream: "kept", expected: eventstore.NoStream()}})
 	if errs[0] != nil {
 		t.Fatal(errs[0])
 	}

@@ -50,13 +50,19 @@ func (db *DB) logStatement(ctx context.Context, q string) {
 	}
 }
 
+// RecordStatement records q in ctx's StatementLog, if it has one: for a statement sent on behalf
+// of ctx in another context's pipeline (pgx.Batch), which the pool's tracer does not see.
+func RecordStatement(ctx context.Context, q string) {
+	if l, ok := ctx.Value(statementLogKey{}).(*StatementLog); ok {
+		l.add(q)
+	}
+}
+
 // poolTracer records each statement a pool connection sends in its context's StatementLog.
 type poolTracer struct{}
 
 func (poolTracer) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
-	if l, ok := ctx.Value(statementLogKey{}).(*StatementLog); ok {
-		l.add(d.SQL)
-	}
+	RecordStatement(ctx, d.SQL)
 	return ctx
 }
 
