@@ -20,6 +20,7 @@ import (
 	"github.com/casebook/casebook/app"
 	"github.com/casebook/casebook/domain"
 	"github.com/casebook/casebook/eventstore"
+	"github.com/casebook/casebook/internal/pgtest"
 )
 
 var binary string
@@ -164,11 +165,11 @@ func (s *server) do(method, path, token, key, body string) (int, map[string]any,
 	return res.StatusCode, m, nil
 }
 
-// durableReceipts opens the data directory (no server running) and returns the receipts of every
+// durableReceipts opens the storage cfg names (no server running) and returns the receipts of every
 // InquiryReceived event in the log, and the log's head.
-func durableReceipts(t *testing.T, dataDir string) (map[string]bool, eventstore.Position) {
+func durableReceipts(t *testing.T, cfg app.Config) (map[string]bool, eventstore.Position) {
 	t.Helper()
-	a, err := app.Open(t.Context(), app.Config{DataDir: dataDir})
+	a, err := app.Open(t.Context(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -198,19 +199,33 @@ func durableReceipts(t *testing.T, dataDir string) (map[string]bool, eventstore.
 // query API. It also shows that data survives a restart and that the CLI works while serve runs.
 func TestKill9LosesNoAcknowledgedIntake(t *testing.T) {
 	dataDir := t.TempDir()
+	kill9Burst(t, app.Config{DataDir: dataDir}, "--data-dir", dataDir)
+}
+
+// TestKill9LosesNoAcknowledgedIntakeOnPostgres is the same with events on Postgres, where
+// concurrent appends share one transaction (group commit): an append is answered only after its
+// batch commits. The restarted server takes over the killed one's subscribers once their 1 s
+// leases expire.
+func TestKill9LosesNoAcknowledgedIntakeOnPostgres(t *testing.T) {
+	url := pgtest.URL(t)
+	kill9Burst(t, app.Config{DatabaseURL: url}, "--database-url", url, "--lease-ttl", "1s")
+}
+
+// kill9Burst is the kill -9 scenario on the storage that the serve flags and cfg name.
+func kill9Burst(t *testing.T, cfg app.Config, storage ...string) {
 	var tenant struct {
 		Slug       string `json:"slug"`
 		AdminToken string `json:"admin_token"`
 	}
-	cli(t, dataDir, &tenant, "tenants", "create", "--slug", "acme")
+	cliWith(t, &tenant, append([]string{"tenants", "create", "--slug", "acme"}, storage[:2]...)...)
 	// A loopback burst from one address: the public rate limits are off for it.
-	srv := start(t, dataDir, "CASEBOOK_INTAKE_RATE_LIMIT=off", "CASEBOOK_INTAKE_TENANT_RATE_LIMIT=off")
+	srv := startWith(t, []string{"CASEBOOK_INTAKE_RATE_LIMIT=off", "CASEBOOK_INTAKE_TENANT_RATE_LIMIT=off"}, storage...)
 
 	// The CLI works on the same data while the server runs, and the server sees its writes.
 	var op struct {
 		Token string `json:"token"`
 	}
-	cli(t, dataDir, &op, "principals", "create", "--tenant", "acme", "--name", "Olga", "--role", "operator")
+	cliWith(t, &op, append([]string{"principals", "create", "--tenant", "acme", "--name", "Olga", "--role", "operator"}, storage[:2]...)...)
 	if code, _, err := srv.do("GET", "/v1/inquiries", op.Token, "", ""); err != nil || code != 200 {
 		t.Fatalf("token minted while serving: %d %v", code, err)
 	}
@@ -255,7 +270,7 @@ func TestKill9LosesNoAcknowledgedIntake(t *testing.T) {
 	stop()
 	wg.Wait()
 
-	durable, _ := durableReceipts(t, dataDir)
+	durable, _ := durableReceipts(t, cfg)
 	mu.Lock()
 	defer mu.Unlock()
 	if len(acked) < killAfter {
@@ -269,7 +284,7 @@ func TestKill9LosesNoAcknowledgedIntake(t *testing.T) {
 	t.Logf("acknowledged %d, durable %d (requests in flight at the kill may be durable without an answer)", len(acked), len(durable))
 
 	// Restart: the query model catches up and lists every durable inquiry.
-	srv = start(t, dataDir)
+	srv = startWith(t, nil, storage...)
 	listed := map[string]bool{}
 	cursor := ""
 	for {
