@@ -92,14 +92,10 @@ func (s *Store) insertGrouped(ctx context.Context, query string, args []any) (ev
 		return me.res, me.n, me.err
 	case <-ctx.Done():
 	}
-	g.mu.Lock()
-	if i := slices.Index(g.queue, me); i >= 0 {
-		g.queue = slices.Delete(g.queue, i, i+1)
-		g.mu.Unlock()
+	if sqldb.Withdraw(&g.mu, &g.queue, me) {
 		g.abandoned.Add(1)
 		return eventstore.AppendResult{}, 0, ctx.Err()
 	}
-	g.mu.Unlock()
 	<-me.done
 	return me.res, me.n, me.err
 }

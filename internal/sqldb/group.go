@@ -91,15 +91,24 @@ func Group(ctx context.Context, db *DB, fn func(context.Context, *Tx) error) err
 		return err
 	case <-ctx.Done():
 	}
-	g.mu.Lock()
-	if i := slices.Index(g.queue, me); i >= 0 {
-		g.queue = slices.Delete(g.queue, i, i+1)
-		g.mu.Unlock()
+	if Withdraw(&g.mu, &g.queue, me) {
 		g.abandoned.Add(1)
 		return ctx.Err()
 	}
-	g.mu.Unlock()
 	return <-me.done // taken: its transaction is under way
+}
+
+// Withdraw removes item from *queue, which mu guards, if it is still there, and reports whether it
+// was: how a caller that gives up on a queued call learns that the call will never run.
+func Withdraw[T comparable](mu *sync.Mutex, queue *[]T, item T) bool {
+	mu.Lock()
+	defer mu.Unlock()
+	i := slices.Index(*queue, item)
+	if i < 0 {
+		return false
+	}
+	*queue = slices.Delete(*queue, i, i+1)
+	return true
 }
 
 // take removes up to MaxGroup queued calls.
