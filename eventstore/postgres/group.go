@@ -158,8 +158,7 @@ func (s *Store) sendGroup(batch []*insertCall) {
 	if failed == nil {
 		return
 	}
-	var pgErr *pgconn.PgError
-	if !errors.As(failed, &pgErr) || pgErr.Severity != "ERROR" { // FATAL: the session ended
+	if !refused(failed) {
 		for _, c := range batch {
 			c.res, c.n, c.err = eventstore.AppendResult{}, 0, failed
 		}
@@ -169,4 +168,19 @@ func (s *Store) sendGroup(batch []*insertCall) {
 	for _, c := range batch {
 		c.res, c.n, c.err = s.insert(c.ctx, c.query, c.args)
 	}
+}
+
+// refused reports whether err is the server's refusal of a statement (severity ERROR), after which
+// the transaction is rolled back and the session goes on; FATAL and PANIC end the session, and any
+// other error (the network's) leaves it unknown whether the commit happened.
+func refused(err error) bool {
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) {
+		return false
+	}
+	severity := pgErr.SeverityUnlocalized // the server's locale does not translate it
+	if severity == "" {
+		severity = pgErr.Severity
+	}
+	return severity == "ERROR"
 }

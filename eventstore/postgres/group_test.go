@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/casebook/casebook/eventstore"
 	"github.com/casebook/casebook/eventstore/eventstoretest"
@@ -214,5 +215,26 @@ func TestGroupAbandonedAppendIsNotSent(t *testing.T) {
 	}
 	if st := h.s.GroupStats(); st.Abandoned != 1 || st.Calls != 2 {
 		t.Errorf("GroupStats = %+v, want 1 abandoned and 2 calls", st)
+	}
+}
+
+// TestRefusedIsTheServersErrorOnly: only a statement's refusal (severity ERROR, in any server
+// locale) sends a batch's appends again one by one; an ended session or a network error does not.
+func TestRefusedIsTheServersErrorOnly(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		err  error
+		want bool
+	}{
+		{&pgconn.PgError{Severity: "ERROR", SeverityUnlocalized: "ERROR", Code: "23505"}, true},
+		{fmt.Errorf("append: %w", &pgconn.PgError{Severity: "FEHLER", SeverityUnlocalized: "ERROR"}), true},
+		{&pgconn.PgError{Severity: "ERROR"}, true}, // servers before 9.6 send no unlocalized severity
+		{&pgconn.PgError{Severity: "FATAL", SeverityUnlocalized: "FATAL", Code: "57P01"}, false},
+		{&pgconn.PgError{Severity: "PANIC", SeverityUnlocalized: "PANIC"}, false},
+		{errors.New("read tcp: connection reset by peer"), false},
+	} {
+		if got := refused(c.err); got != c.want {
+			t.Errorf("refused(%v) = %v, want %v", c.err, got, c.want)
+		}
 	}
 }
