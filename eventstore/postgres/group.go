@@ -5,7 +5,6 @@ import (
 	"errors"
 	"slices"
 	"sync"
-	"sync/atomic"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -42,7 +41,7 @@ type appendGroup struct {
 	writers int // writers running, at most max
 	max     int
 
-	commits, calls, largest, abandoned, retried atomic.Uint64
+	sqldb.GroupCounters
 
 	// queued and taken, when set (tests), are called after an append is queued and after a writer
 	// takes a batch.
@@ -66,8 +65,7 @@ func (s *Store) GroupStats() sqldb.GroupStats {
 	g.mu.Lock()
 	waiting := len(g.queue)
 	g.mu.Unlock()
-	return sqldb.GroupStats{Commits: g.commits.Load(), Calls: g.calls.Load(), Largest: g.largest.Load(),
-		Abandoned: g.abandoned.Load(), Retried: g.retried.Load(), Waiting: waiting}
+	return g.Stats(waiting)
 }
 
 // insertGrouped runs an append statement in a transaction shared with the appends queued with it
@@ -93,7 +91,7 @@ func (s *Store) insertGrouped(ctx context.Context, query string, args []any) (ev
 	case <-ctx.Done():
 	}
 	if sqldb.Withdraw(&g.mu, &g.queue, me) {
-		g.abandoned.Add(1)
+		g.Abandoned()
 		return eventstore.AppendResult{}, 0, ctx.Err()
 	}
 	<-me.done
@@ -118,10 +116,7 @@ func (s *Store) writeGroups() {
 			g.taken(n)
 		}
 		s.sendGroup(batch)
-		g.commits.Add(1)
-		g.calls.Add(uint64(n))
-		for l := g.largest.Load(); uint64(n) > l && !g.largest.CompareAndSwap(l, uint64(n)); l = g.largest.Load() {
-		}
+		g.Committed(n)
 		for _, c := range batch {
 			close(c.done)
 		}
@@ -164,7 +159,7 @@ func (s *Store) sendGroup(batch []*insertCall) {
 		}
 		return
 	}
-	s.group.retried.Add(1)
+	s.group.Retried()
 	for _, c := range batch {
 		c.res, c.n, c.err = s.insert(c.ctx, c.query, c.args)
 	}

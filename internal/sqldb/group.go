@@ -19,11 +19,33 @@ type group struct {
 	queue   []*groupCall
 	running bool
 
-	commits   atomic.Uint64
-	calls     atomic.Uint64
-	largest   atomic.Uint64
-	abandoned atomic.Uint64
-	retried   atomic.Uint64
+	GroupCounters
+}
+
+// GroupCounters counts the work of a group commit queue (Group's, or an event store's own); the
+// zero value is ready to use.
+type GroupCounters struct {
+	commits, calls, largest, abandoned, retried atomic.Uint64
+}
+
+// Committed counts a transaction (committed or attempted) that held n calls.
+func (c *GroupCounters) Committed(n int) {
+	c.commits.Add(1)
+	c.calls.Add(uint64(n))
+	for l := c.largest.Load(); uint64(n) > l && !c.largest.CompareAndSwap(l, uint64(n)); l = c.largest.Load() {
+	}
+}
+
+// Abandoned counts a call whose context ended while it was still queued.
+func (c *GroupCounters) Abandoned() { c.abandoned.Add(1) }
+
+// Retried counts a batch run again because a call in it failed.
+func (c *GroupCounters) Retried() { c.retried.Add(1) }
+
+// Stats returns the counters, with waiting calls queued now.
+func (c *GroupCounters) Stats(waiting int) GroupStats {
+	return GroupStats{Commits: c.commits.Load(), Calls: c.calls.Load(), Largest: c.largest.Load(),
+		Abandoned: c.abandoned.Load(), Retried: c.retried.Load(), Waiting: waiting}
 }
 
 type groupCall struct {
@@ -48,8 +70,7 @@ func (db *DB) GroupStats() GroupStats {
 	g.mu.Lock()
 	waiting := len(g.queue)
 	g.mu.Unlock()
-	return GroupStats{Commits: g.commits.Load(), Calls: g.calls.Load(), Largest: g.largest.Load(),
-		Abandoned: g.abandoned.Load(), Retried: g.retried.Load(), Waiting: waiting}
+	return g.Stats(waiting)
 }
 
 func (db *DB) groupOf() *group {
@@ -92,7 +113,7 @@ func Group(ctx context.Context, db *DB, fn func(context.Context, *Tx) error) err
 	case <-ctx.Done():
 	}
 	if Withdraw(&g.mu, &g.queue, me) {
-		g.abandoned.Add(1)
+		g.Abandoned()
 		return ctx.Err()
 	}
 	return <-me.done // taken: its transaction is under way
@@ -173,7 +194,7 @@ func (g *group) write(db *DB) {
 		if len(batch) == 1 {
 			err = errs[0] // alone, the transaction was its savepoint
 		} else {
-			g.retried.Add(1)
+			g.Retried()
 			err = InConnTx(context.Background(), db, func(tx *Tx) error { return run(tx, true) })
 		}
 	}
@@ -184,14 +205,7 @@ func (g *group) write(db *DB) {
 	if len(batch) == 0 {
 		return
 	}
-	g.commits.Add(1)
-	g.calls.Add(uint64(len(batch)))
-	for {
-		l := g.largest.Load()
-		if uint64(len(batch)) <= l || g.largest.CompareAndSwap(l, uint64(len(batch))) {
-			break
-		}
-	}
+	g.Committed(len(batch))
 	for i, c := range batch {
 		switch {
 		case len(batch) == 1 && errs[0] != nil:
