@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/jackc/pgx/v5"
@@ -50,13 +51,14 @@ type appendGroup struct {
 }
 
 type insertCall struct {
-	ctx   context.Context
-	query string
-	args  []any
-	res   eventstore.AppendResult
-	n     int
-	err   error
-	done  chan struct{}
+	ctx    context.Context
+	stream string
+	query  string
+	args   []any
+	res    eventstore.AppendResult
+	n      int
+	err    error
+	done   chan struct{}
 }
 
 // GroupStats implements the counters of sqldb.GroupStats for the store's appends.
@@ -72,9 +74,9 @@ func (s *Store) GroupStats() sqldb.GroupStats {
 // and returns once that transaction has ended. When ctx ends while the append is still queued, it
 // returns ctx.Err() and the statement is never sent; once taken, its outcome is awaited (the
 // statement runs without ctx's cancellation: ending one caller must not abort the others' batch).
-func (s *Store) insertGrouped(ctx context.Context, query string, args []any) (eventstore.AppendResult, int, error) {
+func (s *Store) insertGrouped(ctx context.Context, stream, query string, args []any) (eventstore.AppendResult, int, error) {
 	g := &s.group
-	me := &insertCall{ctx: context.WithoutCancel(ctx), query: query, args: args, done: make(chan struct{})}
+	me := &insertCall{ctx: context.WithoutCancel(ctx), stream: stream, query: query, args: args, done: make(chan struct{})}
 	g.mu.Lock()
 	g.queue = append(g.queue, me)
 	if g.writers < g.max {
@@ -124,13 +126,17 @@ func (s *Store) writeGroups() {
 }
 
 // sendGroup runs batch's statements in one transaction, or each alone when the server refused
-// one of them.
+// one of them. The statements go in the order of their streams (appends to one stream in arrival
+// order): every transaction then takes the locks of new streams' rows in one order, so two
+// batches that insert the same streams (one intake retried at two replicas) wait for each other
+// instead of deadlocking, and the second is refused at once rather than after deadlock_timeout.
 func (s *Store) sendGroup(batch []*insertCall) {
 	if len(batch) == 1 {
 		c := batch[0]
 		c.res, c.n, c.err = s.insert(c.ctx, c.query, c.args)
 		return
 	}
+	slices.SortStableFunc(batch, func(a, b *insertCall) int { return strings.Compare(a.stream, b.stream) })
 	b := &pgx.Batch{}
 	for _, c := range batch {
 		b.Queue(c.query, c.args...)

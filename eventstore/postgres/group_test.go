@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/casebook/casebook/eventstore"
@@ -75,8 +77,9 @@ type appendReq struct {
 	ctx      context.Context // context.Background() when nil
 }
 
-// queue makes the appends concurrently, waits until all are queued behind the held writer, releases
-// it, and returns each append's error once the batch has gone out.
+// queue makes the appends, each queued behind the held writer before the next is made (so they
+// queue in reqs' order), releases the writer, and returns each append's error once the batch has
+// gone out.
 func (h *heldWriter) queue(t *testing.T, reqs []appendReq) []error {
 	t.Helper()
 	errs := make([]chan error, len(reqs))
@@ -90,8 +93,6 @@ func (h *heldWriter) queue(t *testing.T, reqs []appendReq) []error {
 			_, err := h.s.Append(ctx, r.stream, r.expected, eventstoretest.Events(fmt.Sprint(r.stream, "-", i), 2))
 			errs[i] <- err
 		}()
-	}
-	for range reqs {
 		<-h.queued
 	}
 	h.release()
@@ -101,6 +102,20 @@ func (h *heldWriter) queue(t *testing.T, reqs []appendReq) []error {
 	out := make([]error, len(reqs))
 	for i := range errs {
 		out[i] = <-errs[i]
+	}
+	return out
+}
+
+// dbStrings returns the one text column of query's rows, in order.
+func dbStrings(t *testing.T, s *Store, query string) []string {
+	t.Helper()
+	rows, err := s.pool.Query(t.Context(), query)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
 	}
 	return out
 }
@@ -126,7 +141,7 @@ func TestGroupedAppendsShareOneTransaction(t *testing.T) {
 	h := holdWriter(t)
 	var reqs []appendReq
 	for i := range 5 {
-		reqs = append(reqs, appendReq{stream: fmt.Sprint("g-", i), expected: eventstore.NoStream()})
+		reqs = append(reqs, appendReq{stream: fmt.Sprint("g-", 4-i), expected: eventstore.NoStream()})
 	}
 	logged, log := sqldb.WithStatementLog(context.Background())
 	reqs[2].ctx = logged
@@ -141,6 +156,11 @@ func TestGroupedAppendsShareOneTransaction(t *testing.T) {
 	}
 	if n != 1 {
 		t.Errorf("the batch's events were written by %d transactions, want 1", n)
+	}
+	// Queued from g-4 down to g-0, sent in stream order: the order in which every batch takes locks.
+	order := dbStrings(t, h.s, `SELECT stream FROM events WHERE stream LIKE 'g-%' ORDER BY seq`)
+	if want := []string{"g-0", "g-0", "g-1", "g-1", "g-2", "g-2", "g-3", "g-3", "g-4", "g-4"}; !slices.Equal(order, want) {
+		t.Errorf("events in the order %v, want the streams' order %v", order, want)
 	}
 	for _, r := range reqs {
 		evs, err := h.s.ReadStream(t.Context(), r.stream, 0, 0)

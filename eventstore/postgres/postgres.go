@@ -280,7 +280,7 @@ func (s *Store) Append(ctx context.Context, stream string, expected eventstore.E
 		query, args = withCompanions(query, args, cs, stream)
 	}
 	for {
-		res, n, err := s.insertGrouped(ctx, query, args)
+		res, n, err := s.insertGrouped(ctx, stream, query, args)
 		var pgErr *pgconn.PgError
 		if taken := companionTaken(err, cs); taken != nil {
 			return eventstore.AppendResult{}, taken
