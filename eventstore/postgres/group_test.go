@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/jackc/pgx/v5"
@@ -223,8 +224,15 @@ func TestGroupAbandonedAppendIsNotSent(t *testing.T) {
 	}()
 	<-h.queued
 	cancel()
-	if err := <-done; !errors.Is(err, context.Canceled) {
-		t.Fatalf("abandoned append: err = %v, want context.Canceled", err)
+	// The writer stays held: an append still queued after its cancellation would never answer, so
+	// a bound turns that into a failure instead of a hang.
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("abandoned append: err = %v, want context.Canceled", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the cancelled append is still waiting for its batch: it was not withdrawn from the queue")
 	}
 	errs := h.queue(t, []appendReq{{stream: "kept", expected: eventstore.NoStream()}})
 	if errs[0] != nil {
