@@ -3,9 +3,11 @@ package postgres
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -25,6 +27,13 @@ import (
 // each append of the batch then runs again alone, in its own transaction, and gets its own outcome.
 // An error that is not the server's refusal (a lost connection) leaves the outcome unknown, as for
 // an append sent alone: it is returned to every append of the batch, and none is sent again.
+//
+// A batch runs without its callers' cancellation (ending one caller must not abort the others'
+// appends), under a time limit of its own (Options.BatchTimeout, from taking a connection to the
+// commit, its reruns included): a server that stops answering, or a lock held by a transaction
+// that never ends, would otherwise hold a writer until TCP gives up, and with both writers held
+// every append would wait. When the limit passes pgx closes the connection, and the outcome of
+// each append still unanswered is unknown, as for a lost connection.
 
 // MaxGroup bounds how many appends share one transaction.
 const MaxGroup = 256
@@ -41,6 +50,7 @@ type appendGroup struct {
 	queue   []*insertCall
 	writers int // writers running, at most max
 	max     int
+	timeout time.Duration // a batch's time limit
 
 	sqldb.GroupCounters
 
@@ -131,6 +141,21 @@ func (s *Store) writeGroups() {
 // batches that insert the same streams (one intake retried at two replicas) wait for each other
 // instead of deadlocking, and the second is refused at once rather than after deadlock_timeout.
 func (s *Store) sendGroup(batch []*insertCall) {
+	deadline := time.Now().Add(s.group.timeout)
+	cancels := make([]context.CancelFunc, len(batch))
+	for i, c := range batch {
+		c.ctx, cancels[i] = context.WithDeadline(c.ctx, deadline)
+	}
+	defer func() {
+		for _, cancel := range cancels {
+			cancel()
+		}
+		for _, c := range batch {
+			if errors.Is(c.err, context.DeadlineExceeded) {
+				c.err = fmt.Errorf("eventstore/postgres: append batch of %d got no answer within %s, outcome unknown: %w", len(batch), s.group.timeout, c.err)
+			}
+		}
+	}()
 	if len(batch) == 1 {
 		c := batch[0]
 		c.res, c.n, c.err = s.insert(c.ctx, c.query, c.args)

@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/casebook/casebook/eventstore"
 	"github.com/casebook/casebook/eventstore/eventstoretest"
@@ -42,17 +43,7 @@ func holdWriter(t *testing.T, existing ...string) *heldWriter {
 	h.s.group.max = 1
 	h.s.group.queued = func() { h.queued <- struct{}{} }
 	h.s.group.taken = func(n int) { h.taken <- n }
-	ctx := t.Context()
-	tx, err := pool.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = tx.Rollback(context.Background()) })
-	ev := eventstoretest.Events("blocker", 1)[0]
-	if _, err := tx.Exec(ctx, `INSERT INTO events (stream, revision, id, type, data, metadata, recorded_at)
-		VALUES ('held', 0, $1, $2, $3, $4, now())`, ev.ID, ev.Type, ev.Data, ev.Metadata); err != nil {
-		t.Fatal(err)
-	}
+	tx := blockStream(t, pool, "held")
 	go func() {
 		_, err := h.s.Append(context.Background(), "held", eventstore.NoStream(), eventstoretest.Events("held", 1))
 		h.held <- err
@@ -62,7 +53,7 @@ func holdWriter(t *testing.T, existing ...string) *heldWriter {
 		t.Fatalf("the held append went out with %d others", n-1)
 	}
 	h.release = func() {
-		if err := tx.Rollback(ctx); err != nil {
+		if err := tx.Rollback(t.Context()); err != nil {
 			t.Fatal(err)
 		}
 		if err := <-h.held; err != nil {
@@ -70,6 +61,23 @@ func holdWriter(t *testing.T, existing ...string) *heldWriter {
 		}
 	}
 	return h
+}
+
+// blockStream inserts revision 0 of stream in a transaction it leaves open (rolled back at the
+// test's end): an append to stream waits for that transaction.
+func blockStream(t *testing.T, pool *pgxpool.Pool, stream string) pgx.Tx {
+	t.Helper()
+	tx, err := pool.Begin(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = tx.Rollback(context.Background()) })
+	ev := eventstoretest.Events("blocker", 1)[0]
+	if _, err := tx.Exec(t.Context(), `INSERT INTO events (stream, revision, id, type, data, metadata, recorded_at)
+		VALUES ($1, 0, $2, $3, $4, $5, now())`, stream, ev.ID, ev.Type, ev.Data, ev.Metadata); err != nil {
+		t.Fatal(err)
+	}
+	return tx
 }
 
 type appendReq struct {
@@ -264,5 +272,66 @@ func TestRefusedIsTheServersErrorOnly(t *testing.T) {
 		if got := refused(c.err); got != c.want {
 			t.Errorf("refused(%v) = %v, want %v", c.err, got, c.want)
 		}
+	}
+}
+
+// A batch that gets no answer within BatchTimeout fails every append still in it, as an unknown
+// outcome, and frees its writer: the next batch goes out, and an append made after both commits
+// while the lock they waited for is still held.
+func TestGroupBatchHasATimeLimit(t *testing.T) {
+	t.Parallel()
+	pool := gapPool(t)
+	s := gapStore(t, pool, Options{BatchTimeout: 200 * time.Millisecond})
+	// The writer reports each batch it takes on taken and sends it once told to on proceed.
+	queued, taken, proceed := make(chan struct{}, 8), make(chan int), make(chan struct{})
+	s.group.max = 1
+	s.group.queued = func() { queued <- struct{}{} }
+	s.group.taken = func(n int) { taken <- n; <-proceed }
+	blockStream(t, pool, "held")
+	errs := make(chan error, 4)
+	add := func(i int, stream string) {
+		go func() {
+			_, err := s.Append(context.Background(), stream, eventstore.NoStream(), eventstoretest.Events(fmt.Sprint(stream, "-", i), 1))
+			errs <- err
+		}()
+		<-queued
+	}
+	batch := func(what string, want int) {
+		t.Helper()
+		select {
+		case n := <-taken:
+			if n != want {
+				t.Fatalf("%s of %d appends, want %d", what, n, want)
+			}
+			proceed <- struct{}{}
+		case <-time.After(30 * time.Second):
+			t.Fatalf("still waiting after 30 s for %s: a batch waiting on a lock has no time limit", what)
+		}
+	}
+	add(0, "held")
+	batch("the first batch", 1)
+	add(1, "t-0")
+	add(2, "held")
+	add(3, "t-1")
+	batch("the second batch", 3)
+	for range 4 {
+		var err error
+		select {
+		case err = <-errs:
+		case <-time.After(30 * time.Second):
+			t.Fatal("an append of a batch waiting on a lock still has no answer after 30 s")
+		}
+		if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "outcome unknown") || errors.Is(err, eventstore.ErrConcurrency) {
+			t.Errorf("append of a batch past its time limit: err = %v, want an unknown outcome (context.DeadlineExceeded)", err)
+		}
+	}
+	go func() {
+		for range taken {
+			proceed <- struct{}{}
+		}
+	}()
+	defer close(taken)
+	if _, err := s.Append(t.Context(), "free", eventstore.NoStream(), eventstoretest.Events("free", 1)); err != nil {
+		t.Fatalf("append after two timed-out batches, the lock still held: %v", err)
 	}
 }

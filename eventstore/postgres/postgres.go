@@ -92,6 +92,7 @@ const (
 const (
 	DefaultPollInterval  = time.Second
 	DefaultSettleTimeout = 5 * time.Second
+	DefaultBatchTimeout  = 15 * time.Second
 )
 
 // SubscribeBatch is how many events one Subscribe delivery carries at most. Catching up, a
@@ -112,6 +113,9 @@ type Options struct {
 	// that are already committed; DefaultSettleTimeout when zero, no waiting when negative. When it
 	// runs out they return what is safe, never an event past a gap.
 	SettleTimeout time.Duration
+	// BatchTimeout bounds how long an append batch (group.go) waits for the server, from taking
+	// its connection to the commit; DefaultBatchTimeout when zero or negative.
+	BatchTimeout time.Duration
 }
 
 // Store is the Postgres event store.
@@ -158,6 +162,9 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts Options) (*Store, error) 
 	if opts.SettleTimeout == 0 {
 		opts.SettleTimeout = DefaultSettleTimeout
 	}
+	if opts.BatchTimeout <= 0 {
+		opts.BatchTimeout = DefaultBatchTimeout
+	}
 	closing, shutdown := context.WithCancel(context.Background())
 	s := &Store{
 		pool:     pool,
@@ -170,7 +177,7 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts Options) (*Store, error) 
 		notify:   make(chan struct{}, 1),
 		tail:     eventstore.NewTail(eventstore.TailEvents),
 		wake:     make(chan struct{}),
-		group:    appendGroup{max: GroupWriters},
+		group:    appendGroup{max: GroupWriters, timeout: opts.BatchTimeout},
 	}
 	s.wg.Add(1)
 	go s.notifier() //nolint:gosec // lives as long as the store; Close ends it
