@@ -38,7 +38,8 @@ func (a *App) StorageStats() StorageStats {
 // addGroups sums the counters of two sources of group commits.
 func addGroups(a, b sqldb.GroupStats) sqldb.GroupStats {
 	return sqldb.GroupStats{Commits: a.Commits + b.Commits, Calls: a.Calls + b.Calls, Largest: max(a.Largest, b.Largest),
-		Abandoned: a.Abandoned + b.Abandoned, Retried: a.Retried + b.Retried, Waiting: a.Waiting + b.Waiting}
+		Abandoned: a.Abandoned + b.Abandoned, Retried: a.Retried + b.Retried, TimedOut: a.TimedOut + b.TimedOut,
+		Waiting: a.Waiting + b.Waiting, Took: a.Took.Add(b.Took)}
 }
 
 // storageCollector exports StorageStats to Prometheus on each scrape.
@@ -50,13 +51,15 @@ var (
 	descGateWaited    = prometheus.NewDesc("casebook_sqlite_writer_gate_wait_seconds_total", "Time write transactions waited for the writer gate, by handle.", []string{"handle"}, nil)
 	descGroupCommits  = prometheus.NewDesc("casebook_group_commits_total", "Transactions committed for grouped writes (appends, audit rows).", nil, nil)
 	descGroupCalls    = prometheus.NewDesc("casebook_group_commit_calls_total", "Grouped writes committed; calls/commits is the mean batch.", nil, nil)
+	descGroupTook     = prometheus.NewDesc("casebook_group_commit_seconds", "How long batches of grouped writes took, from their start (before waiting for a connection or the writer gate) to their commit.", nil, nil)
+	descGroupTimeouts = prometheus.NewDesc("casebook_group_commit_timeouts_total", "Batches of appends that passed their time limit (Postgres), leaving their outcome unknown.", nil, nil)
 	descWALPeak       = prometheus.NewDesc("casebook_sqlite_wal_peak_frames", "The longest the embedded file's write-ahead log has been, in pages.", nil, nil)
 	descWALRestarts   = prometheus.NewDesc("casebook_sqlite_wal_restarts_total", "Checkpoints that waited for readers so that the write-ahead log could start over, by outcome.", []string{"outcome"}, nil)
 	descSubscribe     = prometheus.NewDesc("casebook_subscribe_events_total", "Events the subscribers received, by source: read from the event store, or shared from another subscriber's read.", []string{"source"}, nil)
 )
 
 func (c storageCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descGateEntered, descGateContended, descGateWaited, descGroupCommits, descGroupCalls, descWALPeak, descWALRestarts, descSubscribe} {
+	for _, d := range []*prometheus.Desc{descGateEntered, descGateContended, descGateWaited, descGroupCommits, descGroupCalls, descGroupTook, descGroupTimeouts, descWALPeak, descWALRestarts, descSubscribe} {
 		ch <- d
 	}
 }
@@ -70,9 +73,24 @@ func (c storageCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	ch <- prometheus.MustNewConstMetric(descGroupCommits, prometheus.CounterValue, float64(s.Group.Commits))
 	ch <- prometheus.MustNewConstMetric(descGroupCalls, prometheus.CounterValue, float64(s.Group.Calls))
+	ch <- groupHistogram(s.Group.Took)
+	ch <- prometheus.MustNewConstMetric(descGroupTimeouts, prometheus.CounterValue, float64(s.Group.TimedOut))
 	ch <- prometheus.MustNewConstMetric(descWALPeak, prometheus.GaugeValue, float64(s.WAL.PeakFrames))
 	ch <- prometheus.MustNewConstMetric(descWALRestarts, prometheus.CounterValue, float64(s.WAL.Restarts), "restarted")
 	ch <- prometheus.MustNewConstMetric(descWALRestarts, prometheus.CounterValue, float64(s.WAL.RestartsGaveUp), "gave_up")
 	ch <- prometheus.MustNewConstMetric(descSubscribe, prometheus.CounterValue, float64(s.Subscribe.Backend), "backend")
 	ch <- prometheus.MustNewConstMetric(descSubscribe, prometheus.CounterValue, float64(s.Subscribe.Shared), "shared")
+}
+
+// groupHistogram is t as a Prometheus histogram (cumulative buckets).
+func groupHistogram(t sqldb.BatchTimes) prometheus.Metric {
+	buckets := make(map[float64]uint64, len(sqldb.BatchBuckets))
+	var n uint64
+	for i, c := range t.Counts {
+		n += c
+		if i < len(sqldb.BatchBuckets) {
+			buckets[sqldb.BatchBuckets[i]] = n
+		}
+	}
+	return prometheus.MustNewConstHistogram(descGroupTook, n, t.Sum.Seconds(), buckets)
 }

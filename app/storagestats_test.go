@@ -9,15 +9,45 @@ import (
 	"testing"
 
 	"github.com/casebook/casebook/app"
+	"github.com/casebook/casebook/internal/pgtest"
 )
 
 // TestStorageMetrics: after intakes, /metrics counts the embedded file's write transactions per
 // handle (the durable one for appends and audit rows, the replayable one for subscribers) and the
-// grouped commits of appends and audit rows, exports how the write-ahead log was bounded, and
+// grouped commits of appends and audit rows and how long they took, exports how the write-ahead log was bounded, and
 // counts the events the subscribers read from the store or shared.
 func TestStorageMetrics(t *testing.T) {
 	t.Parallel()
-	a, base := serve(t, app.Config{DataDir: t.TempDir()})
+	value := intakeMetrics(t, app.Config{DataDir: t.TempDir()})
+	if v := value(`casebook_sqlite_writer_gate_entered_total{handle="durable"}`); v < 1 {
+		t.Errorf("durable gate entries = %v", v)
+	}
+	if v := value(`casebook_sqlite_writer_gate_entered_total{handle="replayable"}`); v < 1 {
+		t.Errorf("replayable gate entries = %v, want the subscribers' batches", v)
+	}
+	value(`casebook_sqlite_writer_gate_contended_total{handle="durable"}`)
+	value(`casebook_sqlite_writer_gate_wait_seconds_total{handle="replayable"}`)
+	value(`casebook_sqlite_wal_peak_frames`)
+	value(`casebook_sqlite_wal_restarts_total{outcome="restarted"}`)
+	value(`casebook_sqlite_wal_restarts_total{outcome="gave_up"}`)
+	if v := value(`casebook_subscribe_events_total{source="backend"}`); v < 3 {
+		t.Errorf("events the subscribers read from the store = %v, want at least the 3 intakes'", v)
+	}
+	value(`casebook_subscribe_events_total{source="shared"}`)
+}
+
+// TestStorageMetricsOnPostgres: on Postgres the event store's grouped appends are counted and
+// timed with the database handle's grouped writes.
+func TestStorageMetricsOnPostgres(t *testing.T) {
+	t.Parallel()
+	intakeMetrics(t, app.Config{DatabaseURL: pgtest.URL(t)})
+}
+
+// intakeMetrics serves cfg, makes three public intakes, waits for the query model, checks the
+// group commit series of /metrics and returns a lookup of the others.
+func intakeMetrics(t *testing.T, cfg app.Config) func(series string) float64 {
+	t.Helper()
+	a, base := serve(t, cfg)
 	if _, _, _, err := a.Tenancy.CreateTenant(t.Context(), "acme"); err != nil {
 		t.Fatal(err)
 	}
@@ -48,26 +78,22 @@ func TestStorageMetrics(t *testing.T) {
 		v, _ := strconv.ParseFloat(string(m[1]), 64)
 		return v
 	}
-	// Three intakes: three appends, each holding its audit row.
+	// Three intakes: three appends (on SQLite each holding its audit row).
 	if calls := value(`casebook_group_commit_calls_total`); calls < 3 {
 		t.Errorf("grouped calls = %v, want at least 3 (3 appends)", calls)
 	}
 	if c := value(`casebook_group_commits_total`); c < 1 || c > value(`casebook_group_commit_calls_total`) {
 		t.Errorf("group commits = %v", c)
 	}
-	if v := value(`casebook_sqlite_writer_gate_entered_total{handle="durable"}`); v < 1 {
-		t.Errorf("durable gate entries = %v", v)
+	// Every batch is timed once, and none came near the 15 s limit.
+	if n, c := value(`casebook_group_commit_seconds_count`), value(`casebook_group_commits_total`); n != c {
+		t.Errorf("timed batches = %v, want every group commit (%v)", n, c)
 	}
-	if v := value(`casebook_sqlite_writer_gate_entered_total{handle="replayable"}`); v < 1 {
-		t.Errorf("replayable gate entries = %v, want the subscribers' batches", v)
+	if n, c := value(`casebook_group_commit_seconds_bucket{le="15"}`), value(`casebook_group_commits_total`); n != c {
+		t.Errorf("batches within 15 s = %v, want every group commit (%v)", n, c)
 	}
-	value(`casebook_sqlite_writer_gate_contended_total{handle="durable"}`)
-	value(`casebook_sqlite_writer_gate_wait_seconds_total{handle="replayable"}`)
-	value(`casebook_sqlite_wal_peak_frames`)
-	value(`casebook_sqlite_wal_restarts_total{outcome="restarted"}`)
-	value(`casebook_sqlite_wal_restarts_total{outcome="gave_up"}`)
-	if v := value(`casebook_subscribe_events_total{source="backend"}`); v < 3 {
-		t.Errorf("events the subscribers read from the store = %v, want at least the 3 intakes'", v)
+	if v := value(`casebook_group_commit_timeouts_total`); v != 0 {
+		t.Errorf("timed-out batches = %v, want none", v)
 	}
-	value(`casebook_subscribe_events_total{source="shared"}`)
+	return value
 }

@@ -127,8 +127,9 @@ func (s *Store) writeGroups() {
 		if g.taken != nil {
 			g.taken(n)
 		}
+		start := time.Now()
 		s.sendGroup(batch)
-		g.Committed(n)
+		g.Committed(n, time.Since(start))
 		for _, c := range batch {
 			close(c.done)
 		}
@@ -150,10 +151,15 @@ func (s *Store) sendGroup(batch []*insertCall) {
 		for _, cancel := range cancels {
 			cancel()
 		}
+		timedOut := false
 		for _, c := range batch {
 			if errors.Is(c.err, context.DeadlineExceeded) {
 				c.err = fmt.Errorf("eventstore/postgres: append batch of %d got no answer within %s, outcome unknown: %w", len(batch), s.group.timeout, c.err)
+				timedOut = true
 			}
+		}
+		if timedOut {
+			s.group.TimedOut()
 		}
 	}()
 	if len(batch) == 1 {

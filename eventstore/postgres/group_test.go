@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -184,8 +185,12 @@ func TestGroupedAppendsShareOneTransaction(t *testing.T) {
 		t.Errorf("statement log of one grouped append = %q, want its own statement alone", got)
 	}
 	want := sqldb.GroupStats{Commits: 2, Calls: 6, Largest: 5}
-	if diff := cmp.Diff(want, h.s.GroupStats()); diff != "" {
+	got := h.s.GroupStats()
+	if diff := cmp.Diff(want, got, cmpopts.IgnoreFields(sqldb.GroupStats{}, "Took")); diff != "" {
 		t.Errorf("GroupStats (-want +got):\n%s", diff)
+	}
+	if timed := sum(got.Took.Counts); timed != 2 {
+		t.Errorf("batches timed = %d, want both", timed)
 	}
 }
 
@@ -325,6 +330,17 @@ func TestGroupBatchHasATimeLimit(t *testing.T) {
 			t.Errorf("append of a batch past its time limit: err = %v, want an unknown outcome (context.DeadlineExceeded)", err)
 		}
 	}
+	// Both batches waited on the lock until their limit: they took longer than 0.1 s.
+	st := s.GroupStats()
+	slow := uint64(0)
+	for i, n := range st.Took.Counts {
+		if i > 0 && sqldb.BatchBuckets[i-1] >= 0.1 {
+			slow += n
+		}
+	}
+	if st.TimedOut != 2 || slow != 2 {
+		t.Errorf("GroupStats = %+v, want 2 batches timed out, both in the buckets above 0.1 s", st)
+	}
 	go func() {
 		for range taken {
 			proceed <- struct{}{}
@@ -334,4 +350,12 @@ func TestGroupBatchHasATimeLimit(t *testing.T) {
 	if _, err := s.Append(t.Context(), "free", eventstore.NoStream(), eventstoretest.Events("free", 1)); err != nil {
 		t.Fatalf("append after two timed-out batches, the lock still held: %v", err)
 	}
+}
+
+func sum(counts []uint64) uint64 {
+	var n uint64
+	for _, c := range counts {
+		n += c
+	}
+	return n
 }

@@ -25,16 +25,33 @@ type group struct {
 // GroupCounters counts the work of a group commit queue (Group's, or an event store's own); the
 // zero value is ready to use.
 type GroupCounters struct {
-	commits, calls, largest, abandoned, retried atomic.Uint64
+	commits, calls, largest, abandoned, retried, timedOut atomic.Uint64
+	took                                                  [len(BatchBuckets) + 1]atomic.Uint64
+	tookNanos                                             atomic.Int64
 }
 
-// Committed counts a transaction (committed or attempted) that held n calls.
-func (c *GroupCounters) Committed(n int) {
+// BatchBuckets are the upper bounds, in seconds, of the histogram of how long batches took
+// (GroupStats.Took): from a millisecond, a healthy batch, to Postgres's 15 s time limit, so that
+// a batch waiting on another transaction's lock shows.
+var BatchBuckets = [...]float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 15}
+
+// Committed counts a transaction (committed or attempted) that held n calls and took took, from
+// the batch's start (before waiting for a connection or the writer gate) to its end.
+func (c *GroupCounters) Committed(n int, took time.Duration) {
 	c.commits.Add(1)
 	c.calls.Add(uint64(n))
 	for l := c.largest.Load(); uint64(n) > l && !c.largest.CompareAndSwap(l, uint64(n)); l = c.largest.Load() {
 	}
+	i := 0
+	for i < len(BatchBuckets) && took.Seconds() > BatchBuckets[i] {
+		i++
+	}
+	c.took[i].Add(1)
+	c.tookNanos.Add(int64(took))
 }
+
+// TimedOut counts a batch that passed its time limit, leaving its calls' outcome unknown.
+func (c *GroupCounters) TimedOut() { c.timedOut.Add(1) }
 
 // Abandoned counts a call whose context ended while it was still queued.
 func (c *GroupCounters) Abandoned() { c.abandoned.Add(1) }
@@ -44,8 +61,13 @@ func (c *GroupCounters) Retried() { c.retried.Add(1) }
 
 // Stats returns the counters, with waiting calls queued now.
 func (c *GroupCounters) Stats(waiting int) GroupStats {
-	return GroupStats{Commits: c.commits.Load(), Calls: c.calls.Load(), Largest: c.largest.Load(),
-		Abandoned: c.abandoned.Load(), Retried: c.retried.Load(), Waiting: waiting}
+	st := GroupStats{Commits: c.commits.Load(), Calls: c.calls.Load(), Largest: c.largest.Load(),
+		Abandoned: c.abandoned.Load(), Retried: c.retried.Load(), TimedOut: c.timedOut.Load(), Waiting: waiting,
+		Took: BatchTimes{Counts: make([]uint64, len(c.took)), Sum: time.Duration(c.tookNanos.Load())}}
+	for i := range c.took {
+		st.Took.Counts[i] = c.took[i].Load()
+	}
+	return st
 }
 
 type groupCall struct {
@@ -61,7 +83,32 @@ type GroupStats struct {
 	Largest   uint64 `json:"largest"`   // the most calls one transaction held
 	Abandoned uint64 `json:"abandoned"` // calls whose context ended while they were still queued
 	Retried   uint64 `json:"retried"`   // batches run again with savepoints because a call failed
+	TimedOut  uint64 `json:"timed_out"` // batches past their time limit (Postgres appends): outcome unknown
 	Waiting   int    `json:"waiting"`   // calls queued now, not yet taken by a transaction
+	// Took is how long the batches took, from their start to their end.
+	Took BatchTimes `json:"took"`
+}
+
+// BatchTimes is a histogram of how long batches took.
+type BatchTimes struct {
+	// Counts[i] batches took more than BatchBuckets[i-1] seconds and at most BatchBuckets[i];
+	// the last count took longer than every bucket.
+	Counts []uint64      `json:"counts"`
+	Sum    time.Duration `json:"sum_ns"`
+}
+
+// Add returns the histogram of both t's and u's batches.
+func (t BatchTimes) Add(u BatchTimes) BatchTimes {
+	out := BatchTimes{Counts: make([]uint64, max(len(t.Counts), len(u.Counts))), Sum: t.Sum + u.Sum}
+	for i := range out.Counts {
+		if i < len(t.Counts) {
+			out.Counts[i] += t.Counts[i]
+		}
+		if i < len(u.Counts) {
+			out.Counts[i] += u.Counts[i]
+		}
+	}
+	return out
 }
 
 // GroupStats reports db's group commits.
@@ -161,6 +208,7 @@ func (g *group) run(db *DB) {
 // after the other without savepoints; if one fails, that transaction is rolled back and the batch
 // runs again with a savepoint around each call, so only the failed ones lose their writes.
 func (g *group) write(db *DB) {
+	start := time.Now()
 	var batch []*groupCall
 	var errs []error
 	run := func(tx *Tx, savepoints bool) error {
@@ -205,7 +253,7 @@ func (g *group) write(db *DB) {
 	if len(batch) == 0 {
 		return
 	}
-	g.Committed(len(batch))
+	g.Committed(len(batch), time.Since(start))
 	for i, c := range batch {
 		switch {
 		case len(batch) == 1 && errs[0] != nil:

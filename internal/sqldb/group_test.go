@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/casebook/casebook/internal/dbtest"
 	"github.com/casebook/casebook/internal/sqldb"
 )
@@ -127,4 +129,30 @@ func TestGroupAbandonedCallNeverRuns(t *testing.T) {
 			t.Fatalf("stats %+v, want one abandoned and none waiting", s)
 		}
 	})
+}
+
+// The histogram of batch times puts each batch in the first bucket at or above its time, and Add
+// sums two sources.
+func TestGroupCountersTimeBatches(t *testing.T) {
+	t.Parallel()
+	var c sqldb.GroupCounters
+	for _, d := range []time.Duration{500 * time.Microsecond, time.Millisecond, 20 * time.Millisecond, 20 * time.Second} {
+		c.Committed(1, d)
+	}
+	c.TimedOut()
+	st := c.Stats(0)
+	want := make([]uint64, len(sqldb.BatchBuckets)+1)
+	want[0] = 2                       // 0.5 ms and 1 ms: at most 1 ms
+	want[4] = 1                       // 20 ms: above 10 ms, at most 25 ms
+	want[len(sqldb.BatchBuckets)] = 1 // 20 s: above every bucket
+	if diff := cmp.Diff(want, st.Took.Counts); diff != "" {
+		t.Errorf("Took.Counts (-want +got):\n%s", diff)
+	}
+	if sum := 20*time.Second + 21500*time.Microsecond; st.Took.Sum != sum || st.TimedOut != 1 || st.Commits != 4 {
+		t.Errorf("Stats = %+v, want sum %v, 1 timed out, 4 commits", st, sum)
+	}
+	both := st.Took.Add(sqldb.BatchTimes{Counts: []uint64{1}, Sum: time.Millisecond})
+	if both.Counts[0] != 3 || both.Counts[len(sqldb.BatchBuckets)] != 1 || both.Sum != st.Took.Sum+time.Millisecond {
+		t.Errorf("Add = %+v", both)
+	}
 }
