@@ -359,3 +359,65 @@ func sum(counts []uint64) uint64 {
 	}
 	return n
 }
+
+// A batch whose session ends before it commits has an unknown outcome: every append of it fails
+// with that error, none is sent again, and none is in the log.
+func TestGroupLostSessionIsNotResent(t *testing.T) {
+	t.Parallel()
+	pool := gapPool(t)
+	s := gapStore(t, pool, Options{})
+	ctx := t.Context()
+	queued := make(chan struct{}, 8)
+	s.group.max = 0 // no writer starts until the test starts one below
+	s.group.queued = func() { queued <- struct{}{} }
+	blocker := blockStream(t, pool, "held")
+	var blockerPID int
+	if err := blocker.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&blockerPID); err != nil {
+		t.Fatal(err)
+	}
+	errs := make(chan error, 3)
+	for i, st := range []string{"g-a", "held", "g-b"} {
+		go func() {
+			_, err := s.Append(context.Background(), st, eventstore.NoStream(), eventstoretest.Events(fmt.Sprint(st, "-", i), 1))
+			errs <- err
+		}()
+		<-queued
+	}
+	s.group.mu.Lock()
+	s.group.max, s.group.writers = 1, 1
+	s.group.mu.Unlock()
+	go s.writeGroups()
+	// The batch waits for the blocker's lock; end its session there.
+	var pid int
+	deadline := time.Now().Add(30 * time.Second)
+	for pool.QueryRow(ctx, `SELECT pid FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))`, blockerPID).Scan(&pid) != nil {
+		if time.Now().After(deadline) {
+			t.Fatal("the batch never waited for the blocker's lock")
+		}
+		time.Sleep(10 * time.Millisecond) // polling the server's state, not synchronising goroutines
+	}
+	if _, err := pool.Exec(ctx, `SELECT pg_terminate_backend($1)`, pid); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		var err error
+		select {
+		case err = <-errs:
+		case <-time.After(30 * time.Second):
+			t.Fatal("an append of a batch whose session ended still has no answer after 30 s")
+		}
+		var pgErr *pgconn.PgError
+		if !errors.As(err, &pgErr) || pgErr.Code != "57P01" {
+			t.Errorf("append of a batch whose session ended: err = %v, want the session's end (57P01)", err)
+		}
+	}
+	if err := blocker.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := xids(t, s, "g-a", "held", "g-b"); got["g-a"]+got["held"]+got["g-b"] != 0 {
+		t.Errorf("transactions per stream = %v, want none: the batch was rolled back and not sent again", got)
+	}
+	if st := s.GroupStats(); st.Retried != 0 || st.Commits != 1 || st.Calls != 3 {
+		t.Errorf("GroupStats = %+v, want one batch of 3, not retried", st)
+	}
+}
