@@ -8,6 +8,7 @@ import (
 
 	"github.com/casebook/casebook/commands"
 	"github.com/casebook/casebook/domain"
+	"github.com/casebook/casebook/eventstore"
 	"github.com/casebook/casebook/eventstore/postgres"
 	"github.com/casebook/casebook/internal/pgtest"
 	"github.com/casebook/casebook/internal/sqldb"
@@ -16,7 +17,7 @@ import (
 
 // TestAcceptedEntryInItsAppendOnPostgres: on Postgres, with the event store on the audit log's pool,
 // an accepted command's entry is written by its append's own statement (no grouped write of its
-// own); a replay's entry is written afterwards; and when the entry cannot be written the append
+// own; the entry and the event share one transaction); a replay's entry is written afterwards; and when the entry cannot be written the append
 // fails with it, so nothing is accepted unaudited.
 func TestAcceptedEntryInItsAppendOnPostgres(t *testing.T) {
 	t.Parallel()
@@ -57,6 +58,19 @@ func TestAcceptedEntryInItsAppendOnPostgres(t *testing.T) {
 	}
 	if calls := db.GroupStats().Calls - before; calls != 0 {
 		t.Fatalf("an accepted intake made %d grouped writes, want 0 (its append holds the entry)", calls)
+	}
+	// One transaction wrote both: xmin is its 32-bit id, events.xid the full one.
+	var entryTx, eventTx int64
+	if err := db.QueryRowContext(ctx, `SELECT xmin::text::bigint FROM command_audit WHERE inquiry_id = $1 AND outcome = 'accepted'`,
+		res.InquiryID).Scan(&entryTx); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.QueryRowContext(ctx, `SELECT xid::text::bigint % 4294967296 FROM events WHERE stream = $1`,
+		eventstore.InquiryStream(tn.ID, res.InquiryID)).Scan(&eventTx); err != nil {
+		t.Fatal(err)
+	}
+	if entryTx != eventTx {
+		t.Errorf("the accepted entry committed in transaction %d, its event in %d: want one transaction", entryTx, eventTx)
 	}
 	if _, err := a.Intake(ctx, c); err != nil { // replayed: nothing appended, entry written after
 		t.Fatal(err)
