@@ -113,8 +113,9 @@ type Options struct {
 	// that are already committed; DefaultSettleTimeout when zero, no waiting when negative. When it
 	// runs out they return what is safe, never an event past a gap.
 	SettleTimeout time.Duration
-	// BatchTimeout bounds how long an append batch (group.go) waits for the server, from taking
-	// its connection to the commit; DefaultBatchTimeout when zero or negative.
+	// BatchTimeout bounds how long an append batch (group.go) takes, from the moment a writer takes
+	// it (waiting for a pool connection included) to its commit; DefaultBatchTimeout when zero or
+	// negative.
 	BatchTimeout time.Duration
 }
 
