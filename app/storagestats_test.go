@@ -4,8 +4,10 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/casebook/casebook/app"
@@ -96,4 +98,40 @@ func intakeMetrics(t *testing.T, cfg app.Config) func(series string) float64 {
 		t.Errorf("timed-out batches = %v, want none", v)
 	}
 	return value
+}
+
+// TestAppendAlertRulesNameExportedMetrics: every metric the write path's alert rules use is on
+// /metrics, and the rules alert on timed-out batches and on slow ones.
+func TestAppendAlertRulesNameExportedMetrics(t *testing.T) {
+	t.Parallel()
+	rules, err := os.ReadFile("../ops/prometheus/appends.rules.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, base := serve(t, app.Config{DataDir: t.TempDir()})
+	req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, base+"/metrics", nil)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	metrics := string(b)
+	used := regexp.MustCompile(`casebook_[a-z_]+`).FindAllString(string(rules), -1)
+	if len(used) == 0 {
+		t.Fatal("the rules use no metric")
+	}
+	for _, m := range used {
+		if !strings.Contains(metrics, "\n"+m+" ") && !strings.Contains(metrics, "\n"+m+"{") {
+			t.Errorf("the rules use %s, which /metrics does not export", m)
+		}
+	}
+	for _, expr := range []string{
+		"expr: sum(increase(casebook_group_commit_timeouts_total[5m])) > 0",
+		"expr: histogram_quantile(0.99, sum by (le) (rate(casebook_group_commit_seconds_bucket[5m]))) > 1",
+	} {
+		if !strings.Contains(string(rules), expr) {
+			t.Errorf("no alert %q", expr)
+		}
+	}
 }
