@@ -27,11 +27,12 @@ type slot[V any] struct {
 }
 
 type call[V any] struct {
-	ctx  context.Context
-	fn   func(context.Context) (V, error)
-	done chan struct{}
-	v    V
-	err  error
+	ctx     context.Context
+	fn      func(context.Context) (V, error)
+	done    chan struct{}
+	v       V
+	err     error
+	callers int // callers that asked for it, guarded by Group.mu
 }
 
 // Do returns the result of a call of fn for key that started after Do was called; concurrent
@@ -59,6 +60,7 @@ func (g *Group[K, V]) Do(ctx context.Context, key K, fn func(context.Context) (V
 	default:
 		c = s.queued
 	}
+	c.callers++
 	g.mu.Unlock()
 	select {
 	case <-c.done:

@@ -10,12 +10,15 @@ import (
 	"time"
 )
 
-// queuedFor reports whether key has a call queued behind the one in flight.
-func (g *Group[K, V]) queuedFor(key K) bool {
+// queuedFor reports how many callers the call queued behind key's one in flight serves (0 when none is queued).
+func (g *Group[K, V]) queuedFor(key K) int {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	s := g.keys[key]
-	return s != nil && s.queued != nil
+	if s == nil || s.queued == nil {
+		return 0
+	}
+	return s.queued.callers
 }
 
 func (g *Group[K, V]) size() int {
@@ -47,13 +50,15 @@ func (b *blockingRead) fn(ctx context.Context) (int64, error) {
 	}
 }
 
-// waitQueued polls (bounded) until key has a call queued.
-func waitQueued(t *testing.T, g *Group[string, int64], key string) {
+// waitQueued polls (bounded) until n callers wait for the call queued behind key's read in flight:
+// released before they all asked, the read in flight would end and the next begin without the
+// latecomers, which would then queue a third read that nobody releases.
+func waitQueued(t *testing.T, g *Group[string, int64], key string, n int) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
-	for !g.queuedFor(key) {
+	for g.queuedFor(key) < n {
 		if time.Now().After(deadline) {
-			t.Fatal("no call was queued behind the read in flight")
+			t.Fatalf("%d of %d callers queued behind the read in flight", g.queuedFor(key), n)
 		}
 		runtime.Gosched()
 	}
@@ -72,7 +77,7 @@ func TestLateCallersShareTheNextRead(t *testing.T) {
 	for range 2 {
 		go func() { v, _ := g.Do(t.Context(), "k", r.fn); late <- v }()
 	}
-	waitQueued(t, &g, "k")
+	waitQueued(t, &g, "k", 2)
 	r.release <- struct{}{}
 	if v := <-first; v != 1 {
 		t.Fatalf("first caller got read %d, want 1", v)
@@ -106,7 +111,7 @@ func TestCallerCancelLeavesTheReadToOthers(t *testing.T) {
 	<-r.started
 	late := make(chan int64)
 	go func() { v, _ := g.Do(t.Context(), "k", r.fn); late <- v }()
-	waitQueued(t, &g, "k")
+	waitQueued(t, &g, "k", 1)
 	cancel()
 	if err := <-first; !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled caller: %v", err)
@@ -138,7 +143,7 @@ func TestErrorsAreShared(t *testing.T) {
 	for range 2 {
 		go func() { _, err := g.Do(t.Context(), "k", fails); late <- err }()
 	}
-	waitQueued(t, &g, "k")
+	waitQueued(t, &g, "k", 2)
 	r.release <- struct{}{}
 	<-r.started
 	r.release <- struct{}{}
