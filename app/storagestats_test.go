@@ -2,8 +2,8 @@ package app_test
 
 import (
 	"fmt"
-	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"regexp"
 	"strconv"
@@ -64,13 +64,7 @@ func intakeMetrics(t *testing.T, cfg app.Config) func(series string) float64 {
 	if err := a.QueryModel().WaitFor(t.Context(), head); err != nil {
 		t.Fatal(err)
 	}
-	req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, base+"/metrics", nil)
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
-	b, _ := io.ReadAll(res.Body)
+	b := scrape(a)
 	value := func(series string) float64 {
 		t.Helper()
 		m := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(series) + ` (\S+)$`).FindSubmatch(b)
@@ -108,15 +102,8 @@ func TestAppendAlertRulesNameExportedMetrics(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, base := serve(t, app.Config{DataDir: t.TempDir()})
-	req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, base+"/metrics", nil)
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
-	b, _ := io.ReadAll(res.Body)
-	metrics := string(b)
+	a, _ := serve(t, app.Config{DataDir: t.TempDir()})
+	metrics := string(scrape(a))
 	used := regexp.MustCompile(`casebook_[a-z_]+`).FindAllString(string(rules), -1)
 	if len(used) == 0 {
 		t.Fatal("the rules use no metric")
@@ -134,4 +121,11 @@ func TestAppendAlertRulesNameExportedMetrics(t *testing.T) {
 			t.Errorf("no alert %q", expr)
 		}
 	}
+}
+
+// scrape returns a's /metrics page.
+func scrape(a *app.App) []byte {
+	rec := httptest.NewRecorder()
+	a.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	return rec.Body.Bytes()
 }
