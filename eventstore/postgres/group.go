@@ -143,14 +143,12 @@ func (s *Store) writeGroups() {
 // instead of deadlocking, and the second is refused at once rather than after deadlock_timeout.
 func (s *Store) sendGroup(batch []*insertCall) {
 	deadline := time.Now().Add(s.group.timeout)
-	cancels := make([]context.CancelFunc, len(batch))
-	for i, c := range batch {
-		c.ctx, cancels[i] = context.WithDeadline(c.ctx, deadline)
+	alone := func(c *insertCall) {
+		ctx, cancel := context.WithDeadline(c.ctx, deadline)
+		defer cancel()
+		c.res, c.n, c.err = s.insert(ctx, c.query, c.args)
 	}
 	defer func() {
-		for _, cancel := range cancels {
-			cancel()
-		}
 		timedOut := false
 		for _, c := range batch {
 			if errors.Is(c.err, context.DeadlineExceeded) {
@@ -163,8 +161,7 @@ func (s *Store) sendGroup(batch []*insertCall) {
 		}
 	}()
 	if len(batch) == 1 {
-		c := batch[0]
-		c.res, c.n, c.err = s.insert(c.ctx, c.query, c.args)
+		alone(batch[0])
 		return
 	}
 	slices.SortStableFunc(batch, func(a, b *insertCall) int { return strings.Compare(a.stream, b.stream) })
@@ -173,7 +170,9 @@ func (s *Store) sendGroup(batch []*insertCall) {
 		b.Queue(c.query, c.args...)
 		sqldb.RecordStatement(c.ctx, c.query) // the pool's tracer sees no pipeline
 	}
-	br := s.pool.SendBatch(batch[0].ctx, b)
+	ctx, cancel := context.WithDeadline(batch[0].ctx, deadline)
+	defer cancel()
+	br := s.pool.SendBatch(ctx, b)
 	var failed error
 	for _, c := range batch {
 		rows, err := br.Query()
@@ -198,7 +197,7 @@ func (s *Store) sendGroup(batch []*insertCall) {
 	}
 	s.group.Retried()
 	for _, c := range batch {
-		c.res, c.n, c.err = s.insert(c.ctx, c.query, c.args)
+		alone(c)
 	}
 }
 

@@ -32,7 +32,7 @@ type call[V any] struct {
 	done    chan struct{}
 	v       V
 	err     error
-	callers int // callers that asked for it, guarded by Group.mu
+	callers int // callers that asked for it, guarded by Group.mu (tests wait on it)
 }
 
 // Do returns the result of a call of fn for key that started after Do was called; concurrent
