@@ -29,11 +29,12 @@ import (
 // an append sent alone: it is returned to every append of the batch, and none is sent again.
 //
 // A batch runs without its callers' cancellation (ending one caller must not abort the others'
-// appends), under a time limit of its own (Options.BatchTimeout, from the moment a writer takes it,
-// waiting for a pool connection included, to its commit, its reruns included): a server that stops answering, or a lock held by a transaction
-// that never ends, would otherwise hold a writer until TCP gives up, and with both writers held
-// every append would wait. When the limit passes pgx closes the connection, and the outcome of
-// each append still unanswered is unknown, as for a lost connection.
+// appends), under a time limit of its own (Options.BatchTimeout, from the moment a writer takes
+// it, waiting for a pool connection included, to its commit, its reruns included): a server that
+// stops answering, or a lock held by a transaction that never ends, would otherwise hold a writer
+// until TCP gives up, and with both writers held every append would wait. When the limit passes
+// pgx closes the connection, and the outcome of each append still unanswered is unknown, as for
+// a lost connection.
 
 // MaxGroup bounds how many appends share one transaction.
 const MaxGroup = 256
