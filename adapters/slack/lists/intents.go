@@ -46,19 +46,14 @@ func (*Intents) ReadsPersonalData() bool { return false }
 // Tables implements projections.Projection: none.
 func (*Intents) Tables() []string { return nil }
 
-// Setup implements projections.Projection. Generations made before migration 2 kept each
-// inquiry's desired version in slack_list_desired, which nothing read; migration 2 drops it (and
-// its view), so such a generation equals a new one and serves without a rebuild.
+// Setup implements projections.Projection. Migration 1 of generations made before migration 2
+// created slack_list_desired, each inquiry's desired version, which nothing read; migration 2
+// drops it (and its view), so such a generation equals a new one and serves without a rebuild. A
+// new generation creates nothing: its migration 1 is empty.
 func (*Intents) Setup(ctx context.Context, db *sqldb.DB, gen projections.Generation) error {
-	table := gen.Table("slack_list_desired")
-	ddl := `CREATE TABLE IF NOT EXISTS ` + table + ` (
-	tenant_id       TEXT   NOT NULL,
-	inquiry_id      TEXT   NOT NULL,
-	desired_version BIGINT NOT NULL,
-	PRIMARY KEY (tenant_id, inquiry_id))`
 	return sqldb.Migrate(ctx, db, projections.GenerationName(IntentsName, gen), []sqldb.Migration{
-		{Version: 1, SQL: ddl},
-		{Version: 2, SQL: `DROP VIEW IF EXISTS slack_list_desired; DROP TABLE IF EXISTS ` + table},
+		{Version: 1},
+		{Version: 2, SQL: `DROP VIEW IF EXISTS slack_list_desired; DROP TABLE IF EXISTS ` + gen.Table("slack_list_desired")},
 	})
 }
 
