@@ -172,8 +172,8 @@ func (a *App) ExportRequester(ctx context.Context, actor domain.Principal, reque
 			return out, err
 		}
 		for _, r := range recs {
-			var m domain.Metadata
-			if err := json.Unmarshal(r.Metadata, &m); err != nil {
+			m, err := eventstore.DecodeMetadata(r.Metadata)
+			if err != nil {
 				return out, fmt.Errorf("%s revision %d: metadata: %w", r.StreamID, r.Revision, err)
 			}
 			item.Events = append(item.Events, ExportedEvent{Version: r.Revision + 1, Type: r.Type, Actor: m.Actor, OccurredAt: m.OccurredAt.UTC(),

@@ -140,8 +140,8 @@ func (h *Handler) Intake(ctx context.Context, c Intake) (IntakeResult, error) {
 		if len(prior) == 0 {
 			return IntakeResult{}, fmt.Errorf("intake: the new inquiry's stream conflicted but is empty: %w", domain.ErrConcurrency)
 		}
-		var m domain.Metadata
-		if err := json.Unmarshal(prior[0].Metadata, &m); err != nil {
+		m, err := eventstore.DecodeMetadata(prior[0].Metadata)
+		if err != nil {
 			return IntakeResult{}, fmt.Errorf("intake: metadata: %w", err)
 		}
 		if m.RequestHash != hash {
@@ -292,8 +292,8 @@ func (h *Handler) load(ctx context.Context, tenant domain.TenantID, id domain.In
 	}
 	q := &domain.Inquiry{}
 	for _, r := range recs {
-		var m domain.Metadata
-		if err := json.Unmarshal(r.Metadata, &m); err != nil {
+		m, err := eventstore.DecodeMetadata(r.Metadata)
+		if err != nil {
 			return nil, l, fmt.Errorf("inquiry %s revision %d: metadata: %w", id, r.Revision, err)
 		}
 		e, err := domain.Decode(r.Type, m.SchemaVersion, r.Data)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -205,8 +204,8 @@ func (h *Handler) lastPolicy(ctx context.Context, tenant domain.TenantID, stream
 		return nil, fmt.Errorf("%s: %w", what, domain.ErrNotFound)
 	}
 	last := recs[len(recs)-1]
-	var m domain.Metadata
-	if err := json.Unmarshal(last.Metadata, &m); err != nil {
+	m, err := eventstore.DecodeMetadata(last.Metadata)
+	if err != nil {
 		return nil, err
 	}
 	if m.TenantID != tenant {

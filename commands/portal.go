@@ -2,7 +2,6 @@ package commands
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"time"
 
@@ -75,8 +74,8 @@ func (h *Handler) RequesterView(ctx context.Context, submitter domain.Principal,
 	q := &domain.Inquiry{}
 	var v RequesterView
 	for _, r := range recs {
-		var m domain.Metadata
-		if err := json.Unmarshal(r.Metadata, &m); err != nil {
+		m, err := eventstore.DecodeMetadata(r.Metadata)
+		if err != nil {
 			return RequesterView{}, fmt.Errorf("inquiry %s revision %d: metadata: %w", id, r.Revision, err)
 		}
 		e, err := domain.Decode(r.Type, m.SchemaVersion, r.Data)

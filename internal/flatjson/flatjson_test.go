@@ -1,6 +1,7 @@
 package flatjson
 
 import (
+	"bytes"
 	"encoding/json"
 	"testing"
 )
@@ -15,7 +16,7 @@ func TestEachRefusesWhatJSONRefuses(t *testing.T) {
 		`{"n":00}`, `{"n":01}`, `{"n":-}`, `{"n":+1}`, `{"n":1.}`, `{"n":.5}`, `{"n":1e}`, `{"n":1e+}`,
 		`{"n":1-2}`, `{"n":1.2.3}`, `{"n":1ee2}`, `{"n":nul}`, `{"n":truex}`, `{"n":-a}`,
 	} {
-		handled := Each([]byte(in), func(_, _ []byte, _ bool) {})
+		handled := Each([]byte(in), func(_, _ []byte, _ Kind) {})
 		valid := json.Valid([]byte(in))
 		if handled && !valid {
 			t.Errorf("Each handled %s, which is not JSON", in)
@@ -30,8 +31,70 @@ func FuzzEachOnlyValidJSON(f *testing.F) {
 	f.Add(`{"a":"b","n":1}`)
 	f.Add(`{"n":00}`)
 	f.Fuzz(func(t *testing.T, in string) {
-		if Each([]byte(in), func(_, _ []byte, _ bool) {}) && !json.Valid([]byte(in)) {
+		if Each([]byte(in), func(_, _ []byte, _ Kind) {}) && !json.Valid([]byte(in)) {
 			t.Fatalf("Each handled %q, which is not JSON", in)
+		}
+	})
+}
+
+// TestEachUnescapesAsJSONDoes: string values with escapes are handled and read exactly as
+// encoding/json reads them (lone surrogates included); escapes JSON does not define, escapes in
+// keys and control characters are refused.
+func TestEachUnescapesAsJSONDoes(t *testing.T) {
+	t.Parallel()
+	for _, v := range []string{
+		`a\"b`, `a\\b`, `\/`, `\b\f\n\r\t`, `\u0041`, `\u00e9`, `\u00E9`, `intake:t\u0000public_form`,
+		`\ud83d\ude00`, `\ud83d`, `\ud83dx`, `\ud83d\u0041`, `\ude00`, `\ud83d\ud83d\ude00`, `é\n`, `\u2028`,
+	} {
+		in := `{"s":"` + v + `"}`
+		var got []byte
+		if !Each([]byte(in), func(_, val []byte, _ Kind) { got = val }) {
+			t.Errorf("Each refused %s", in)
+			continue
+		}
+		var want map[string]string
+		if err := json.Unmarshal([]byte(in), &want); err != nil {
+			t.Fatalf("%s: %v", in, err)
+		}
+		if string(got) != want["s"] {
+			t.Errorf("%s: Each read %q, encoding/json %q", in, got, want["s"])
+		}
+	}
+	for _, in := range []string{
+		`{"s":"\x"}`, `{"s":"\'"}`, `{"s":"\u12"}`, `{"s":"\u12g4"}`, `{"s":"\ud83d\u12"}`, `{"s":"a\"}`,
+		"{\"s\":\"a\x01\"}", `{"s\u0041":"a"}`, `{"a\"b":"a"}`,
+	} {
+		if Each([]byte(in), func(_, _ []byte, _ Kind) {}) {
+			t.Errorf("Each handled %s", in)
+		}
+	}
+}
+
+// FuzzEachMatchesJSON: what Each handles is valid JSON, and each top-level string member reads
+// as encoding/json reads it.
+func FuzzEachMatchesJSON(f *testing.F) {
+	f.Add(`{"a":"b\u0000c","n":1}`)
+	f.Add(`{"a":"\ud83d\ude00","a":"\ud83d"}`)
+	f.Add(`{"o":{"a":"\n"},"b":"\\"}`)
+	f.Fuzz(func(t *testing.T, in string) {
+		last := map[string]string{}
+		kinds := map[string]bool{}
+		if !Each([]byte(in), func(k, v []byte, kind Kind) {
+			last[string(k)], kinds[string(k)] = string(v), kind.IsString()
+		}) {
+			return
+		}
+		var want map[string]any
+		if err := json.Unmarshal([]byte(in), &want); err != nil {
+			t.Fatalf("Each handled %q, which encoding/json refuses: %v", in, err)
+		}
+		for k, v := range last {
+			if !kinds[k] || bytes.ContainsRune([]byte(k), '.') {
+				continue
+			}
+			if s, ok := want[k].(string); !ok || s != v {
+				t.Fatalf("%q: member %q: Each read %q, encoding/json %#v", in, k, v, want[k])
+			}
 		}
 	})
 }

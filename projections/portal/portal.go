@@ -7,7 +7,6 @@ package portal
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
@@ -86,8 +85,8 @@ func (*Projection) Prepare(evs []eventstore.RecordedEvent) (any, error) {
 		if !strings.HasPrefix(e.StreamID, "inquiry-") || (e.Type != "InquiryReceived" && e.Type != "InquiryErased") {
 			continue
 		}
-		var m domain.Metadata
-		if err := json.Unmarshal(e.Metadata, &m); err != nil {
+		m, err := eventstore.DecodeMetadata(e.Metadata)
+		if err != nil {
 			return nil, fmt.Errorf("%s revision %d: metadata: %w", e.StreamID, e.Revision, err)
 		}
 		if e.Type == "InquiryErased" {

@@ -12,7 +12,6 @@ package privacy
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
@@ -129,8 +128,8 @@ func (p *Projection) Prepare(evs []eventstore.RecordedEvent) (any, error) {
 		default:
 			continue
 		}
-		var m domain.Metadata
-		if err := json.Unmarshal(e.Metadata, &m); err != nil {
+		m, err := eventstore.DecodeMetadata(e.Metadata)
+		if err != nil {
 			return nil, fmt.Errorf("%s revision %d: metadata: %w", e.StreamID, e.Revision, err)
 		}
 		ev, err := domain.Decode(e.Type, m.SchemaVersion, e.Data)

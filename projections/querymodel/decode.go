@@ -1,48 +1,9 @@
 package querymodel
 
 import (
-	"encoding/json"
-	"strconv"
-
 	"github.com/casebook/casebook/domain"
 	"github.com/casebook/casebook/internal/flatjson"
 )
-
-// decodeMeta reads the metadata fields the query model uses. Flat, escape-free metadata (what
-// Casebook writes) takes a reflection-free path; anything else goes through encoding/json, and
-// TestFastDecodeMatchesJSON checks the two agree.
-func decodeMeta(b []byte) (domain.Metadata, error) {
-	var m domain.Metadata
-	var at []byte
-	bad := false
-	ok := flatjson.Each(b, func(k, v []byte, str bool) {
-		switch string(k) {
-		case "tenant_id":
-			m.TenantID, bad = domain.TenantID(v), bad || !str
-		case "actor":
-			m.Actor, bad = domain.PrincipalID(v), bad || !str
-		case "occurred_at":
-			at, bad = v, bad || !str
-		case "schema_version":
-			n, err := strconv.Atoi(string(v))
-			m.SchemaVersion, bad = n, bad || str || err != nil
-		case "command_id":
-			m.CommandID, bad = string(v), bad || !str
-		case "idempotency_key", "request_hash", "correlation_id":
-		default:
-			bad = true // encoding/json matches keys case-insensitively: let it decide
-		}
-	})
-	if ok && !bad && at != nil {
-		// UnmarshalText is the RFC 3339 parse encoding/json uses for time.Time.
-		if err := m.OccurredAt.UnmarshalText(at); err == nil {
-			return m, nil
-		}
-	}
-	m = domain.Metadata{}
-	err := json.Unmarshal(b, &m)
-	return m, err
-}
 
 // decodeEvent decodes the flat event types without reflection and defers everything else (and
 // every other schema version) to domain.Decode.
@@ -52,8 +13,8 @@ func decodeEvent(typ string, schemaVersion int, data []byte) (domain.Event, erro
 	}
 	bad := false
 	// text reads a string member; null keeps the current value, as encoding/json does.
-	text := func(v []byte, str bool, cur string) string {
-		if !str {
+	text := func(v []byte, kind flatjson.Kind, cur string) string {
+		if !kind.IsString() {
 			bad = bad || string(v) != "null"
 			return cur
 		}
@@ -64,10 +25,10 @@ func decodeEvent(typ string, schemaVersion int, data []byte) (domain.Event, erro
 	switch typ {
 	case "InquiryTriaged":
 		var e domain.InquiryTriaged
-		ok = flatjson.Each(data, func(k, v []byte, str bool) {
+		ok = flatjson.Each(data, func(k, v []byte, kind flatjson.Kind) {
 			switch string(k) {
 			case "priority":
-				e.Priority = domain.Priority(text(v, str, string(e.Priority)))
+				e.Priority = domain.Priority(text(v, kind, string(e.Priority)))
 			default:
 				bad = true // encoding/json matches keys case-insensitively: let it decide
 			}
@@ -75,14 +36,14 @@ func decodeEvent(typ string, schemaVersion int, data []byte) (domain.Event, erro
 		ev = e
 	case "InquiryStatusChanged":
 		var e domain.InquiryStatusChanged
-		ok = flatjson.Each(data, func(k, v []byte, str bool) {
+		ok = flatjson.Each(data, func(k, v []byte, kind flatjson.Kind) {
 			switch string(k) {
 			case "from":
-				e.From = domain.Status(text(v, str, string(e.From)))
+				e.From = domain.Status(text(v, kind, string(e.From)))
 			case "to":
-				e.To = domain.Status(text(v, str, string(e.To)))
+				e.To = domain.Status(text(v, kind, string(e.To)))
 			case "reason":
-				e.Reason = text(v, str, e.Reason)
+				e.Reason = text(v, kind, e.Reason)
 			default:
 				bad = true
 			}
@@ -90,14 +51,14 @@ func decodeEvent(typ string, schemaVersion int, data []byte) (domain.Event, erro
 		ev = e
 	case "InquiryAssigned":
 		var e domain.InquiryAssigned
-		ok = flatjson.Each(data, func(k, v []byte, str bool) {
+		ok = flatjson.Each(data, func(k, v []byte, kind flatjson.Kind) {
 			switch string(k) {
 			case "owner":
-				e.Owner = domain.PrincipalID(text(v, str, string(e.Owner)))
+				e.Owner = domain.PrincipalID(text(v, kind, string(e.Owner)))
 			case "previous":
-				e.Previous = domain.PrincipalID(text(v, str, string(e.Previous)))
+				e.Previous = domain.PrincipalID(text(v, kind, string(e.Previous)))
 			case "team":
-				e.Team = text(v, str, e.Team)
+				e.Team = text(v, kind, e.Team)
 			default:
 				bad = true
 			}
@@ -105,30 +66,30 @@ func decodeEvent(typ string, schemaVersion int, data []byte) (domain.Event, erro
 		ev = e
 	case "InquiryReceived":
 		var e domain.InquiryReceived
-		ok = flatjson.Each(data, func(k, v []byte, str bool) {
+		ok = flatjson.Each(data, func(k, v []byte, kind flatjson.Kind) {
 			switch string(k) {
 			case "inquiry_id":
-				e.InquiryID = domain.InquiryID(text(v, str, string(e.InquiryID)))
+				e.InquiryID = domain.InquiryID(text(v, kind, string(e.InquiryID)))
 			case "tenant_id":
-				e.TenantID = domain.TenantID(text(v, str, string(e.TenantID)))
+				e.TenantID = domain.TenantID(text(v, kind, string(e.TenantID)))
 			case "source":
-				e.Source = domain.Source(text(v, str, string(e.Source)))
+				e.Source = domain.Source(text(v, kind, string(e.Source)))
 			case "receipt":
-				e.Receipt = text(v, str, e.Receipt)
+				e.Receipt = text(v, kind, e.Receipt)
 			case "requester":
-				bad = bad || str || string(v) != "{" // an object, read member by member below
+				bad = bad || kind != flatjson.Object // read member by member below
 			case "requester.name":
-				e.Requester.Name = text(v, str, e.Requester.Name)
+				e.Requester.Name = text(v, kind, e.Requester.Name)
 			case "requester.email":
-				e.Requester.Email = text(v, str, e.Requester.Email)
+				e.Requester.Email = text(v, kind, e.Requester.Email)
 			case "subject":
-				e.Subject = text(v, str, e.Subject)
+				e.Subject = text(v, kind, e.Subject)
 			case "message":
-				e.Message = text(v, str, e.Message)
+				e.Message = text(v, kind, e.Message)
 			case "category":
-				e.Category = text(v, str, e.Category)
+				e.Category = text(v, kind, e.Category)
 			case "priority":
-				e.Priority = domain.Priority(text(v, str, string(e.Priority)))
+				e.Priority = domain.Priority(text(v, kind, string(e.Priority)))
 			default:
 				bad = true
 			}
@@ -136,10 +97,10 @@ func decodeEvent(typ string, schemaVersion int, data []byte) (domain.Event, erro
 		ev = e
 	case "NoteAdded":
 		var e domain.NoteAdded
-		ok = flatjson.Each(data, func(k, v []byte, str bool) {
+		ok = flatjson.Each(data, func(k, v []byte, kind flatjson.Kind) {
 			switch string(k) {
 			case "body":
-				e.Body = text(v, str, e.Body)
+				e.Body = text(v, kind, e.Body)
 			default:
 				bad = true
 			}

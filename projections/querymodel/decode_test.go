@@ -8,6 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/casebook/casebook/domain"
+	"github.com/casebook/casebook/eventstore"
 )
 
 // slowMeta is the reference: what encoding/json makes of the metadata, reduced to the fields the
@@ -19,7 +20,7 @@ func slowMeta(b []byte) (domain.Metadata, error) {
 }
 
 func fastMeta(b []byte) (domain.Metadata, error) {
-	m, err := decodeMeta(b)
+	m, err := eventstore.DecodeMetadata(b)
 	return domain.Metadata{TenantID: m.TenantID, Actor: m.Actor, OccurredAt: m.OccurredAt, SchemaVersion: m.SchemaVersion}, err
 }
 

@@ -357,7 +357,7 @@ func redactTimeline(ctx context.Context, b *projections.Batch, table, tenant, id
 }
 
 func decode(r eventstore.RecordedEvent) (decoded, error) {
-	m, err := decodeMeta(r.Metadata)
+	m, err := eventstore.DecodeMetadata(r.Metadata)
 	if err != nil {
 		return decoded{}, fmt.Errorf("metadata: %w", err)
 	}

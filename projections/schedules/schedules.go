@@ -156,8 +156,8 @@ func (*Projection) Prepare(evs []eventstore.RecordedEvent) (any, error) {
 		if !isPolicy && !strings.HasPrefix(e.StreamID, "inquiry-") {
 			continue
 		}
-		var m domain.Metadata
-		if err := json.Unmarshal(e.Metadata, &m); err != nil {
+		m, err := eventstore.DecodeMetadata(e.Metadata)
+		if err != nil {
 			return nil, fmt.Errorf("%s revision %d: metadata: %w", e.StreamID, e.Revision, err)
 		}
 		ev, err := domain.Decode(e.Type, m.SchemaVersion, e.Data)

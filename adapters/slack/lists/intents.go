@@ -73,8 +73,8 @@ func streamInquiry(kind, stream string, meta []byte) (inqKey, bool, error) {
 	if !strings.HasPrefix(stream, kind+"-") {
 		return inqKey{}, false, nil
 	}
-	var m domain.Metadata
-	if err := json.Unmarshal(meta, &m); err != nil {
+	m, err := eventstore.DecodeMetadata(meta)
+	if err != nil {
 		return inqKey{}, false, fmt.Errorf("%s: metadata: %w", stream, err)
 	}
 	id, ok := eventstore.StreamInquiry(kind, stream, m.TenantID)
@@ -103,11 +103,11 @@ func (p *Intents) Apply(ctx context.Context, b *projections.Batch) error {
 		desired[k] = max(desired[k], e.Revision+1)
 		if e.Type == "InquiryStatusChanged" {
 			var ev domain.InquiryStatusChanged
-			var m domain.Metadata
 			if err := json.Unmarshal(e.Data, &ev); err != nil {
 				return err
 			}
-			if err := json.Unmarshal(e.Metadata, &m); err != nil {
+			m, err := eventstore.DecodeMetadata(e.Metadata)
+			if err != nil {
 				return err
 			}
 			if ev.To.Terminal() {

@@ -2,14 +2,12 @@ package reminders
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
 
 	"github.com/casebook/casebook/adapters/slack/slackeffects"
 	"github.com/casebook/casebook/adapters/slack/slackinstall"
-	"github.com/casebook/casebook/domain"
 	"github.com/casebook/casebook/eventstore"
 	"github.com/casebook/casebook/internal/sqldb"
 	"github.com/casebook/casebook/projections"
@@ -71,8 +69,8 @@ func (p *Intents) Apply(ctx context.Context, b *projections.Batch) error {
 		if !strings.HasPrefix(e.StreamID, "inquiry-") {
 			continue
 		}
-		var m domain.Metadata
-		if err := json.Unmarshal(e.Metadata, &m); err != nil {
+		m, err := eventstore.DecodeMetadata(e.Metadata)
+		if err != nil {
 			return fmt.Errorf("%s: metadata: %w", e.StreamID, err)
 		}
 		id, ok := eventstore.StreamInquiry("inquiry", e.StreamID, m.TenantID)
@@ -81,7 +79,6 @@ func (p *Intents) Apply(ctx context.Context, b *projections.Batch) error {
 		}
 		v := e.Revision + 1
 		var has bool
-		var err error
 		switch what {
 		case "reminder":
 			has, err = p.Install.HasDestination(ctx, b.Tx, m.TenantID)

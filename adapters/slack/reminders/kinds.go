@@ -2,7 +2,6 @@ package reminders
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/url"
@@ -124,8 +123,8 @@ func (s *Service) dueEvent(ctx context.Context, tenant domain.TenantID, id domai
 		return nil, "", err
 	}
 	decode := func(r eventstore.RecordedEvent) (domain.Event, error) {
-		var m domain.Metadata
-		if err := json.Unmarshal(r.Metadata, &m); err != nil {
+		m, err := eventstore.DecodeMetadata(r.Metadata)
+		if err != nil {
 			return nil, err
 		}
 		return domain.Decode(r.Type, m.SchemaVersion, r.Data)

@@ -399,8 +399,8 @@ func (r *Runtime) FirstUnshown(ctx context.Context, tenant domain.TenantID, id d
 	if err != nil || len(evs) == 0 {
 		return time.Time{}, err
 	}
-	var m domain.Metadata
-	if err := json.Unmarshal(evs[0].Metadata, &m); err != nil {
+	m, err := eventstore.DecodeMetadata(evs[0].Metadata)
+	if err != nil {
 		return time.Time{}, err
 	}
 	return m.OccurredAt, nil

@@ -80,7 +80,6 @@ func (p *Intents) Apply(ctx context.Context, b *projections.Batch) error {
 	erased := map[threadKey]bool{}
 	var order []threadKey
 	for _, e := range b.Events {
-		var m domain.Metadata
 		kind := ""
 		switch {
 		case strings.HasPrefix(e.StreamID, "inquiry-"):
@@ -91,7 +90,8 @@ func (p *Intents) Apply(ctx context.Context, b *projections.Batch) error {
 		default:
 			continue
 		}
-		if err := json.Unmarshal(e.Metadata, &m); err != nil {
+		m, err := eventstore.DecodeMetadata(e.Metadata)
+		if err != nil {
 			return fmt.Errorf("%s: metadata: %w", e.StreamID, err)
 		}
 		if strings.HasPrefix(e.StreamID, "inquiry-") {
