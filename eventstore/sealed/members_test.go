@@ -156,8 +156,9 @@ func FuzzTenantOf(f *testing.F) {
 }
 
 // FuzzOpenMembers: for any event object, opening without the map round trip gives the members
-// that opening through a decoded map gives, and the as-stored view leaves nothing that decodes into
-// a personal field of the event struct (encoding/json matches member names in any case).
+// that opening through a decoded map gives, and neither the sealed data nor the as-stored view
+// leaves anything that decodes into a personal field of the event struct (encoding/json matches
+// member names in any case).
 func FuzzOpenMembers(f *testing.F) {
 	for _, s := range []string{
 		`{"inquiry_id":"q1","subject":"s","message":"m","requester":{"name":"n","email":"e"},"receipt":"CB-1"}`,
@@ -195,6 +196,10 @@ func FuzzOpenMembers(f *testing.F) {
 		if json.Unmarshal(fast, &a) != nil || json.Unmarshal(slow, &b) != nil || !reflect.DeepEqual(a, b) {
 			t.Fatalf("%s: opened %s, through a map %s", stored, fast, slow)
 		}
+		var e domain.InquiryReceived
+		if json.Unmarshal(stored, &e) == nil && (e.Subject != "" || e.Message != "" || e.Requester != (domain.Requester{}) || e.ExternalID != "") {
+			t.Fatalf("sealed %s reads personal members in clear: %+v", stored, e)
+		}
 		for _, in := range [][]byte{data, stored} {
 			out, err := withhold([]eventstore.RecordedEvent{{StreamID: "inquiry-t1-q1", Type: typ, Data: in}})
 			if err != nil {
@@ -206,4 +211,48 @@ func FuzzOpenMembers(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestSealingTakesEveryNameADecoderReads: a member whose name matches a personal field in another
+// case is sealed too (encoding/json would read it into the field); the other members stay as
+// written and in order, and opening gives back what was written.
+func TestSealingTakesEveryNameADecoderReads(t *testing.T) {
+	t.Parallel()
+	dk := testKey(t)
+	const typ = "InquiryReceived"
+	fields := domain.PersonalFields(typ)
+	aad := []byte("inquiry-t1-q1\x00" + typ)
+	for _, data := range []string{
+		`{"receipt":"CB-1","SUBJECT":"x","Requester":{"name":"n"},"priority":"high"}`,
+		`{"receipt":"CB-1","ſubject":"y","sub\u006aect":"z"}`,
+	} {
+		stored, err := sealMembers(dk, []byte(data), fields, aad)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var e domain.InquiryReceived
+		if err := json.Unmarshal(stored, &e); err != nil {
+			t.Fatal(err)
+		}
+		if e.Subject != "" || e.Requester != (domain.Requester{}) || bytes.Contains(stored, []byte(`"x"`)) || bytes.Contains(stored, []byte(`"y"`)) {
+			t.Errorf("%s sealed as %s: a personal member is in clear", data, stored)
+		}
+		if e.Receipt != "CB-1" {
+			t.Errorf("%s sealed as %s: receipt %q", data, stored, e.Receipt)
+		}
+		opened, err := openMembers(dk, stored, fields, aad)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := decoded(t, opened), decoded(t, []byte(data)); !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: opened %s", data, opened)
+		}
+	}
+	stored, err := sealMembers(dk, []byte(`{"b":1,"subject":"s","a":2}`), fields, aad)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.HasPrefix(stored, []byte(`{"b":1,"a":2,"sealed":"`)) {
+		t.Errorf("other members not kept as written, in order: %s", stored)
+	}
 }

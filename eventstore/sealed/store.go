@@ -199,7 +199,38 @@ func (s *Store) keyFor(ctx context.Context, tenant domain.TenantID, id domain.In
 	return dk, ctx, func() { s.keys.remember(ident{tenant, id}, dk) }, nil
 }
 
+// sealMembers moves every member of data that a decoder could read as one of fields (mayName)
+// into one sealed member, written last; the other members stay as written, in their order.
 func sealMembers(dk *DataKey, data []byte, fields map[string]json.RawMessage, aad []byte) ([]byte, error) {
+	if !json.Valid(data) {
+		return nil, errors.New("sealed: event data: not valid JSON")
+	}
+	var buf [16]member
+	ms, err := members(data, buf[:0])
+	if err != nil {
+		return nil, fmt.Errorf("sealed: event data: %w", err)
+	}
+	for _, m := range ms {
+		if !plainKey(m.key) || !plainASCII(m.key) {
+			return sealMembersSlow(dk, data, fields, aad)
+		}
+		if isSealed(m) {
+			return nil, errors.New("sealed: event data already has a sealed member")
+		}
+	}
+	personal := func(m member) bool { return mayName(m.key, fields) }
+	plain := object(ms, func(m member) bool { return !personal(m) }, nil)
+	return object(ms, personal, sealedObject(dk, plain, aad)), nil
+}
+
+// sealedObject is {"sealed": the base64 of plain sealed under dk}.
+func sealedObject(dk *DataKey, plain, aad []byte) []byte {
+	return []byte(`{"` + sealedMember + `":"` + base64.StdEncoding.EncodeToString(dk.Seal(plain, aad)) + `"}`)
+}
+
+// sealMembersSlow is sealMembers through a decoded map, for data whose keys are written with
+// escapes or outside ASCII.
+func sealMembersSlow(dk *DataKey, data []byte, fields map[string]json.RawMessage, aad []byte) ([]byte, error) {
 	var obj map[string]json.RawMessage
 	if err := json.Unmarshal(data, &obj); err != nil {
 		return nil, fmt.Errorf("sealed: event data: %w", err)
@@ -208,10 +239,10 @@ func sealMembers(dk *DataKey, data []byte, fields map[string]json.RawMessage, aa
 		return nil, errors.New("sealed: event data already has a sealed member")
 	}
 	personal := map[string]json.RawMessage{}
-	for f := range fields {
-		if v, ok := obj[f]; ok {
-			personal[f] = v
-			delete(obj, f)
+	for k, v := range obj {
+		if mayName([]byte(k), fields) {
+			personal[k] = v
+			delete(obj, k)
 		}
 	}
 	plain, err := json.Marshal(personal)
