@@ -181,6 +181,14 @@ type SealedReader interface {
 	AsStored() Store
 }
 
+// SelectiveOpener is implemented by stores that can open the personal members of chosen events
+// only (eventstore/sealed). OpeningOnly returns the log as AsStored reads it, except that each
+// event need names, judged on its as-stored form, is opened. A subscriber that needs personal
+// members of a few events only uses it: nothing else is decrypted for it.
+type SelectiveOpener interface {
+	OpeningOnly(need func(RecordedEvent) bool) Store
+}
+
 // VisibleHeader is implemented by stores whose Head waits for transactions in flight before the
 // log's end (Postgres: events committed behind the horizon). VisibleHead returns at once the last
 // event a read would return now. Subscribers use it for their status, which must not wait for

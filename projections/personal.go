@@ -12,15 +12,29 @@ type PersonalReader interface {
 	ReadsPersonalData() bool
 }
 
+// PersonalSelector is a PersonalReader that needs the personal members of some events only.
+// NeedsPersonalData is called with each event as stored (no personal member in clear) and names
+// those it must read opened; the others reach the projection as stored. It must err towards
+// true: an event it passes over reaches Apply without its personal members.
+type PersonalSelector interface {
+	PersonalReader
+	NeedsPersonalData(e eventstore.RecordedEvent) bool
+}
+
 // ReadsPersonalData reports what p declares; true when it declares nothing.
 func ReadsPersonalData(p Projection) bool {
 	d, ok := p.(PersonalReader)
 	return !ok || d.ReadsPersonalData()
 }
 
-// source is the log as p reads it: as stored when p reads no personal member and store can say so.
+// source is the log as p reads it: as stored when p reads no personal member and store can say so,
+// opened only where p needs it when p is a PersonalSelector.
 func source(store eventstore.Store, p Projection) eventstore.Store {
 	if ReadsPersonalData(p) {
+		sel, ok := p.(PersonalSelector)
+		if s, can := store.(eventstore.SelectiveOpener); ok && can {
+			return s.OpeningOnly(sel.NeedsPersonalData)
+		}
 		return store
 	}
 	if s, ok := store.(eventstore.SealedReader); ok {

@@ -228,3 +228,56 @@ func TestEnsureNewFindsStoredKey(t *testing.T) {
 		}
 	})
 }
+
+// TestOpeningOnlyOpensTheEventsNamed: through OpeningOnly, the events the function names read
+// opened and every other one reads exactly as through AsStored; the function is handed each event
+// as stored. SQLite and Postgres.
+func TestOpeningOnlyOpensTheEventsNamed(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, db *sqldb.DB) {
+		ctx := t.Context()
+		keys, err := sealed.NewKeys(ctx, db, nil, master(1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		store := sealed.New(innerStore(t, db), keys)
+		tenant := domain.TenantID("t1")
+		for _, id := range []domain.InquiryID{"q1", "q2"} {
+			stream := eventstore.InquiryStream(tenant, id)
+			if _, err := store.Append(ctx, stream, eventstore.NoStream(), []eventstore.EventData{event(t, tenant, "c-"+string(id), domain.InquiryReceived{
+				InquiryID: id, TenantID: tenant, Receipt: "CB-" + string(id), Subject: "secret-" + string(id),
+			})}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		want := eventstore.InquiryStream(tenant, "q2")
+		var handed []string
+		view := store.(eventstore.SelectiveOpener).OpeningOnly(func(e eventstore.RecordedEvent) bool {
+			handed = append(handed, string(e.Data))
+			return e.StreamID == want
+		})
+		got, err := view.ReadAll(ctx, eventstore.Start, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stored, err := store.(eventstore.SealedReader).AsStored().ReadAll(ctx, eventstore.Start, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		opened, err := store.ReadAll(ctx, eventstore.Start, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != 2 || len(stored) != 2 || len(opened) != 2 {
+			t.Fatalf("read %d, %d and %d events, want 2", len(got), len(stored), len(opened))
+		}
+		if !bytes.Equal(got[0].Data, stored[0].Data) || !bytes.Equal(got[1].Data, opened[1].Data) || !strings.Contains(string(got[1].Data), "secret-q2") {
+			t.Fatalf("through OpeningOnly: %s and %s", got[0].Data, got[1].Data)
+		}
+		for _, h := range handed {
+			if strings.Contains(h, "secret-") {
+				t.Fatalf("the function was handed an opened event: %s", h)
+			}
+		}
+	})
+}

@@ -28,6 +28,8 @@ type Store struct {
 	keys  *Keys
 	// asStored: reads return events as the backend holds them (see AsStored).
 	asStored bool
+	// need, when set, names the events reads open; the others read as stored (see OpeningOnly).
+	need func(eventstore.RecordedEvent) bool
 }
 
 // counting is Store over a backend that counts cheaply.
@@ -60,6 +62,15 @@ var _ eventstore.SealedReader = (*Store)(nil)
 // left out too, so a reader of this view never holds personal data. Appends are sealed as by s.
 func (s *Store) AsStored() eventstore.Store {
 	return wrap(&Store{inner: s.inner, keys: s.keys, asStored: true})
+}
+
+var _ eventstore.SelectiveOpener = (*Store)(nil)
+
+// OpeningOnly implements eventstore.SelectiveOpener: the log as AsStored reads it, except the
+// events need names (called with each event as stored), which are opened. Appends are sealed as
+// by s.
+func (s *Store) OpeningOnly(need func(eventstore.RecordedEvent) bool) eventstore.Store {
+	return wrap(&Store{inner: s.inner, keys: s.keys, need: need})
 }
 
 // Keys returns the key table.
@@ -259,10 +270,38 @@ func sealMembersSlow(dk *DataKey, data []byte, fields map[string]json.RawMessage
 
 // read returns recs as this store's readers see them: opened, or as stored.
 func (s *Store) read(ctx context.Context, recs []eventstore.RecordedEvent) ([]eventstore.RecordedEvent, error) {
-	if s.asStored {
+	switch {
+	case s.asStored:
 		return withhold(recs)
+	case s.need != nil:
+		return s.openSome(ctx, recs)
 	}
 	return s.open(ctx, recs)
+}
+
+// openSome returns recs as withhold does, except those s.need names (judged as stored), which are
+// opened from what the backend holds. recs is never changed: readers share it.
+func (s *Store) openSome(ctx context.Context, recs []eventstore.RecordedEvent) ([]eventstore.RecordedEvent, error) {
+	stored, err := withhold(recs)
+	if err != nil {
+		return nil, err
+	}
+	out := stored
+	copied := len(recs) > 0 && &stored[0] != &recs[0]
+	for i := range stored {
+		if !s.need(stored[i]) {
+			continue
+		}
+		opened, err := s.open(ctx, recs[i:i+1])
+		if err != nil {
+			return nil, err
+		}
+		if !copied {
+			out, copied = slices.Clone(stored), true
+		}
+		out[i] = opened[0]
+	}
+	return out, nil
 }
 
 // withhold returns recs without any personal member in clear (a copy where any changed); sealed

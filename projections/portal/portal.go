@@ -6,6 +6,7 @@
 package portal
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"strings"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/casebook/casebook/domain"
 	"github.com/casebook/casebook/eventstore"
+	"github.com/casebook/casebook/internal/flatjson"
 	"github.com/casebook/casebook/internal/sqldb"
 	"github.com/casebook/casebook/projections"
 )
@@ -55,6 +57,27 @@ func (*Projection) Version() int { return Version }
 // portal's customer id (external_id).
 func (*Projection) ReadsPersonalData() bool { return true }
 
+var _ projections.PersonalSelector = (*Projection)(nil)
+
+// NeedsPersonalData implements projections.PersonalSelector: only an InquiryReceived with a
+// submitter is indexed, and only its customer id is personal. Public intakes, the bulk of the
+// log, are neither opened nor decoded.
+func (*Projection) NeedsPersonalData(e eventstore.RecordedEvent) bool {
+	return e.Type == "InquiryReceived" && maySubmit(e.Data)
+}
+
+// maySubmit reports whether an InquiryReceived's data may decode with a submitter: false only
+// when it is a flat object none of whose member names encoding/json would read as submitted_by.
+func maySubmit(data []byte) bool {
+	named := false
+	if !flatjson.Each(data, func(k, _ []byte, _ flatjson.Kind) {
+		named = named || bytes.EqualFold(k, []byte("submitted_by"))
+	}) {
+		return true
+	}
+	return named
+}
+
 // BatchWindow implements projections.Windowed: portal reads wait for this index (read your
 // writes), so, like the query model, its batches gather for 5 ms only.
 func (*Projection) BatchWindow() time.Duration { return 5 * time.Millisecond }
@@ -84,6 +107,9 @@ func (*Projection) Prepare(evs []eventstore.RecordedEvent) (any, error) {
 	for _, e := range evs {
 		if !strings.HasPrefix(e.StreamID, "inquiry-") || (e.Type != "InquiryReceived" && e.Type != "InquiryErased") {
 			continue
+		}
+		if e.Type == "InquiryReceived" && !maySubmit(e.Data) {
+			continue // as stored: NeedsPersonalData passed it over
 		}
 		m, err := eventstore.DecodeMetadata(e.Metadata)
 		if err != nil {
