@@ -296,7 +296,7 @@ func (h *Handler) load(ctx context.Context, tenant domain.TenantID, id domain.In
 		if err != nil {
 			return nil, l, fmt.Errorf("inquiry %s revision %d: metadata: %w", id, r.Revision, err)
 		}
-		e, err := domain.Decode(r.Type, m.SchemaVersion, r.Data)
+		e, err := eventstore.DecodeEvent(r.Type, m.SchemaVersion, r.Data)
 		if err != nil {
 			return nil, l, err
 		}

@@ -211,7 +211,7 @@ func (h *Handler) lastPolicy(ctx context.Context, tenant domain.TenantID, stream
 	if m.TenantID != tenant {
 		return nil, fmt.Errorf("%s stream of %s holds an event of %s", what, tenant, m.TenantID)
 	}
-	return domain.Decode(last.Type, m.SchemaVersion, last.Data)
+	return eventstore.DecodeEvent(last.Type, m.SchemaVersion, last.Data)
 }
 
 // FireDue runs a due job against its inquiry: the domain decides from the current state whether

@@ -78,7 +78,7 @@ func (h *Handler) RequesterView(ctx context.Context, submitter domain.Principal,
 		if err != nil {
 			return RequesterView{}, fmt.Errorf("inquiry %s revision %d: metadata: %w", id, r.Revision, err)
 		}
-		e, err := domain.Decode(r.Type, m.SchemaVersion, r.Data)
+		e, err := eventstore.DecodeEvent(r.Type, m.SchemaVersion, r.Data)
 		if err != nil {
 			return RequesterView{}, err
 		}

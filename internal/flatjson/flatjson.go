@@ -1,10 +1,11 @@
 // Package flatjson reads flat JSON objects (string, number, boolean and null values, one level of
-// nested objects, no arrays, no escapes in keys) without reflection, for hot decoding paths.
-// Anything else is reported as not handled, so the caller falls back to encoding/json: the fast
-// path never guesses.
+// nested objects, no arrays, no escapes or dots in keys) without reflection, for hot decoding
+// paths. Anything else is reported as not handled, so the caller falls back to encoding/json: the
+// fast path never guesses.
 package flatjson
 
 import (
+	"bytes"
 	"unicode/utf16"
 	"unicode/utf8"
 )
@@ -50,8 +51,8 @@ func object(b []byte, i int, prefix []byte, fn func(key, val []byte, kind Kind))
 	}
 	for {
 		key, _, j, ok := str(b, i, false)
-		if !ok {
-			return 0, false
+		if !ok || bytes.IndexByte(key, '.') >= 0 {
+			return 0, false // a dot would make "outer.inner" ambiguous
 		}
 		if prefix != nil {
 			key = append(append(append([]byte(nil), prefix...), '.'), key...)

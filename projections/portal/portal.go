@@ -124,7 +124,7 @@ func (*Projection) Prepare(evs []eventstore.RecordedEvent) (any, error) {
 			out.erased = append(out.erased, m.TenantID, id)
 			continue
 		}
-		ev, err := domain.Decode(e.Type, m.SchemaVersion, e.Data)
+		ev, err := eventstore.DecodeEvent(e.Type, m.SchemaVersion, e.Data)
 		if err != nil {
 			return nil, err
 		}

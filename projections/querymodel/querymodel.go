@@ -361,7 +361,7 @@ func decode(r eventstore.RecordedEvent) (decoded, error) {
 	if err != nil {
 		return decoded{}, fmt.Errorf("metadata: %w", err)
 	}
-	e, err := decodeEvent(r.Type, m.SchemaVersion, r.Data)
+	e, err := eventstore.DecodeEvent(r.Type, m.SchemaVersion, r.Data)
 	if err != nil {
 		return decoded{}, err
 	}

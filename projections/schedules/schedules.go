@@ -160,7 +160,7 @@ func (*Projection) Prepare(evs []eventstore.RecordedEvent) (any, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s revision %d: metadata: %w", e.StreamID, e.Revision, err)
 		}
-		ev, err := domain.Decode(e.Type, m.SchemaVersion, e.Data)
+		ev, err := eventstore.DecodeEvent(e.Type, m.SchemaVersion, e.Data)
 		if err != nil {
 			return nil, err
 		}

@@ -127,7 +127,7 @@ func (s *Service) dueEvent(ctx context.Context, tenant domain.TenantID, id domai
 		if err != nil {
 			return nil, err
 		}
-		return domain.Decode(r.Type, m.SchemaVersion, r.Data)
+		return eventstore.DecodeEvent(r.Type, m.SchemaVersion, r.Data)
 	}
 	ev, err := decode(evs[version-1])
 	if err != nil {

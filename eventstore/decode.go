@@ -1,16 +1,27 @@
-package querymodel
+package eventstore
 
 import (
+	"bytes"
+
 	"github.com/casebook/casebook/domain"
 	"github.com/casebook/casebook/internal/flatjson"
 )
 
-// decodeEvent decodes the flat event types without reflection and defers everything else (and
-// every other schema version) to domain.Decode.
-func decodeEvent(typ string, schemaVersion int, data []byte) (domain.Event, error) {
-	if schemaVersion != domain.SchemaVersion {
-		return domain.Decode(typ, schemaVersion, data)
+// DecodeEvent decodes an event's data exactly as domain.Decode does. The flat event types at the
+// current schema version take a reflection-free path; anything else goes through domain.Decode.
+// TestFastDecodeMatchesJSON and FuzzFastDecodeMatchesJSON check that the two agree.
+func DecodeEvent(typ string, schemaVersion int, data []byte) (domain.Event, error) {
+	if schemaVersion == domain.SchemaVersion {
+		if ev, ok := fastEvent(typ, data); ok {
+			return ev, nil
+		}
 	}
+	return domain.Decode(typ, schemaVersion, data)
+}
+
+// fastEvent is DecodeEvent's reflection-free path for the current schema version; false when data
+// needs domain.Decode.
+func fastEvent(typ string, data []byte) (domain.Event, bool) {
 	bad := false
 	// text reads a string member; null keeps the current value, as encoding/json does.
 	text := func(v []byte, kind flatjson.Kind, cur string) string {
@@ -19,6 +30,23 @@ func decodeEvent(typ string, schemaVersion int, data []byte) (domain.Event, erro
 			return cur
 		}
 		return string(v)
+	}
+	// other is a member the type has no field for: encoding/json ignores it unless its name
+	// matches a field in another case (Unicode folding included, so any name outside ASCII
+	// counts).
+	other := func(k []byte, fields ...string) {
+		for _, c := range k {
+			if c >= 0x80 {
+				bad = true
+				return
+			}
+		}
+		for _, f := range fields {
+			if bytes.EqualFold(k, []byte(f)) {
+				bad = true
+				return
+			}
+		}
 	}
 	var ev domain.Event
 	var ok bool
@@ -30,7 +58,7 @@ func decodeEvent(typ string, schemaVersion int, data []byte) (domain.Event, erro
 			case "priority":
 				e.Priority = domain.Priority(text(v, kind, string(e.Priority)))
 			default:
-				bad = true // encoding/json matches keys case-insensitively: let it decide
+				other(k, "priority")
 			}
 		})
 		ev = e
@@ -45,7 +73,7 @@ func decodeEvent(typ string, schemaVersion int, data []byte) (domain.Event, erro
 			case "reason":
 				e.Reason = text(v, kind, e.Reason)
 			default:
-				bad = true
+				other(k, "from", "to", "reason")
 			}
 		})
 		ev = e
@@ -60,7 +88,7 @@ func decodeEvent(typ string, schemaVersion int, data []byte) (domain.Event, erro
 			case "team":
 				e.Team = text(v, kind, e.Team)
 			default:
-				bad = true
+				other(k, "owner", "previous", "team")
 			}
 		})
 		ev = e
@@ -82,6 +110,8 @@ func decodeEvent(typ string, schemaVersion int, data []byte) (domain.Event, erro
 				e.Requester.Name = text(v, kind, e.Requester.Name)
 			case "requester.email":
 				e.Requester.Email = text(v, kind, e.Requester.Email)
+			case "requester.slack_user":
+				e.Requester.SlackUser = text(v, kind, e.Requester.SlackUser)
 			case "subject":
 				e.Subject = text(v, kind, e.Subject)
 			case "message":
@@ -90,8 +120,21 @@ func decodeEvent(typ string, schemaVersion int, data []byte) (domain.Event, erro
 				e.Category = text(v, kind, e.Category)
 			case "priority":
 				e.Priority = domain.Priority(text(v, kind, string(e.Priority)))
+			case "submitted_by":
+				e.SubmittedBy = domain.PrincipalID(text(v, kind, string(e.SubmittedBy)))
+			case "external_id":
+				e.ExternalID = text(v, kind, e.ExternalID)
+			case "team":
+				e.Team = text(v, kind, e.Team)
+			case "permalink":
+				e.Permalink = text(v, kind, e.Permalink)
 			default:
-				bad = true
+				if r, nested := bytes.CutPrefix(k, []byte("requester.")); nested {
+					other(r, "name", "email", "slack_user")
+				} else {
+					other(k, "inquiry_id", "tenant_id", "source", "receipt", "requester", "subject", "message", "category",
+						"priority", "submitted_by", "external_id", "team", "permalink")
+				}
 			}
 		})
 		ev = e
@@ -102,13 +145,10 @@ func decodeEvent(typ string, schemaVersion int, data []byte) (domain.Event, erro
 			case "body":
 				e.Body = text(v, kind, e.Body)
 			default:
-				bad = true
+				other(k, "body")
 			}
 		})
 		ev = e
 	}
-	if ok && !bad {
-		return ev, nil
-	}
-	return domain.Decode(typ, schemaVersion, data)
+	return ev, ok && !bad
 }
