@@ -83,6 +83,14 @@ func (*Projection) Version() int { return Version }
 // address's blind index.
 func (*Projection) ReadsPersonalData() bool { return true }
 
+var _ projections.PersonalSelector = (*Projection)(nil)
+
+// NeedsPersonalData implements projections.PersonalSelector: the address is read from an
+// InquiryReceived only; notes and follow-ups are never opened for the index.
+func (*Projection) NeedsPersonalData(e eventstore.RecordedEvent) bool {
+	return e.Type == "InquiryReceived"
+}
+
 // Tables implements projections.Projection.
 func (*Projection) Tables() []string { return []string{"privacy_requesters", "privacy_retention"} }
 
