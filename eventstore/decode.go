@@ -2,6 +2,7 @@ package eventstore
 
 import (
 	"bytes"
+	"slices"
 
 	"github.com/casebook/casebook/domain"
 	"github.com/casebook/casebook/internal/flatjson"
@@ -22,133 +23,106 @@ func DecodeEvent(typ string, schemaVersion int, data []byte) (domain.Event, erro
 // fastEvent is DecodeEvent's reflection-free path for the current schema version; false when data
 // needs domain.Decode.
 func fastEvent(typ string, data []byte) (domain.Event, bool) {
-	bad := false
-	// text reads a string member; null keeps the current value, as encoding/json does.
-	text := func(v []byte, kind flatjson.Kind, cur string) string {
-		if !kind.IsString() {
-			bad = bad || string(v) != "null"
-			return cur
-		}
-		return string(v)
-	}
-	// other is a member the type has no field for: encoding/json ignores it unless its name
-	// matches a field in another case (Unicode folding included, so any name outside ASCII
-	// counts).
-	other := func(k []byte, fields ...string) {
-		for _, c := range k {
-			if c >= 0x80 {
-				bad = true
-				return
-			}
-		}
-		for _, f := range fields {
-			if bytes.EqualFold(k, []byte(f)) {
-				bad = true
-				return
-			}
-		}
-	}
-	var ev domain.Event
-	var ok bool
 	switch typ {
 	case "InquiryTriaged":
-		var e domain.InquiryTriaged
-		ok = flatjson.Each(data, func(k, v []byte, kind flatjson.Kind) {
-			switch string(k) {
-			case "priority":
-				e.Priority = domain.Priority(text(v, kind, string(e.Priority)))
-			default:
-				other(k, "priority")
-			}
-		})
-		ev = e
+		return flat(data, triaged)
 	case "InquiryStatusChanged":
-		var e domain.InquiryStatusChanged
-		ok = flatjson.Each(data, func(k, v []byte, kind flatjson.Kind) {
-			switch string(k) {
-			case "from":
-				e.From = domain.Status(text(v, kind, string(e.From)))
-			case "to":
-				e.To = domain.Status(text(v, kind, string(e.To)))
-			case "reason":
-				e.Reason = text(v, kind, e.Reason)
-			default:
-				other(k, "from", "to", "reason")
-			}
-		})
-		ev = e
+		return flat(data, statusChanged)
 	case "InquiryAssigned":
-		var e domain.InquiryAssigned
-		ok = flatjson.Each(data, func(k, v []byte, kind flatjson.Kind) {
-			switch string(k) {
-			case "owner":
-				e.Owner = domain.PrincipalID(text(v, kind, string(e.Owner)))
-			case "previous":
-				e.Previous = domain.PrincipalID(text(v, kind, string(e.Previous)))
-			case "team":
-				e.Team = text(v, kind, e.Team)
-			default:
-				other(k, "owner", "previous", "team")
-			}
-		})
-		ev = e
+		return flat(data, assigned)
 	case "InquiryReceived":
-		var e domain.InquiryReceived
-		ok = flatjson.Each(data, func(k, v []byte, kind flatjson.Kind) {
-			switch string(k) {
-			case "inquiry_id":
-				e.InquiryID = domain.InquiryID(text(v, kind, string(e.InquiryID)))
-			case "tenant_id":
-				e.TenantID = domain.TenantID(text(v, kind, string(e.TenantID)))
-			case "source":
-				e.Source = domain.Source(text(v, kind, string(e.Source)))
-			case "receipt":
-				e.Receipt = text(v, kind, e.Receipt)
-			case "requester":
-				bad = bad || kind != flatjson.Object // read member by member below
-			case "requester.name":
-				e.Requester.Name = text(v, kind, e.Requester.Name)
-			case "requester.email":
-				e.Requester.Email = text(v, kind, e.Requester.Email)
-			case "requester.slack_user":
-				e.Requester.SlackUser = text(v, kind, e.Requester.SlackUser)
-			case "subject":
-				e.Subject = text(v, kind, e.Subject)
-			case "message":
-				e.Message = text(v, kind, e.Message)
-			case "category":
-				e.Category = text(v, kind, e.Category)
-			case "priority":
-				e.Priority = domain.Priority(text(v, kind, string(e.Priority)))
-			case "submitted_by":
-				e.SubmittedBy = domain.PrincipalID(text(v, kind, string(e.SubmittedBy)))
-			case "external_id":
-				e.ExternalID = text(v, kind, e.ExternalID)
-			case "team":
-				e.Team = text(v, kind, e.Team)
-			case "permalink":
-				e.Permalink = text(v, kind, e.Permalink)
-			default:
-				if r, nested := bytes.CutPrefix(k, []byte("requester.")); nested {
-					other(r, "name", "email", "slack_user")
-				} else {
-					other(k, "inquiry_id", "tenant_id", "source", "receipt", "requester", "subject", "message", "category",
-						"priority", "submitted_by", "external_id", "team", "permalink")
-				}
-			}
-		})
-		ev = e
+		return flat(data, received)
 	case "NoteAdded":
-		var e domain.NoteAdded
-		ok = flatjson.Each(data, func(k, v []byte, kind flatjson.Kind) {
-			switch string(k) {
-			case "body":
-				e.Body = text(v, kind, e.Body)
-			default:
-				other(k, "body")
-			}
-		})
-		ev = e
+		return flat(data, noteAdded)
 	}
-	return ev, ok && !bad
+	return nil, false
+}
+
+// shape is how the fast path reads a type whose members are all strings: a setter per member name
+// (a nested object's members as "outer.inner"), and the names of the nested objects.
+type shape[T domain.Event] struct {
+	fields  map[string]func(*T, string)
+	objects []string
+}
+
+var (
+	triaged = shape[domain.InquiryTriaged]{fields: map[string]func(*domain.InquiryTriaged, string){
+		"priority": func(e *domain.InquiryTriaged, v string) { e.Priority = domain.Priority(v) },
+	}}
+	statusChanged = shape[domain.InquiryStatusChanged]{fields: map[string]func(*domain.InquiryStatusChanged, string){
+		"from":   func(e *domain.InquiryStatusChanged, v string) { e.From = domain.Status(v) },
+		"to":     func(e *domain.InquiryStatusChanged, v string) { e.To = domain.Status(v) },
+		"reason": func(e *domain.InquiryStatusChanged, v string) { e.Reason = v },
+	}}
+	assigned = shape[domain.InquiryAssigned]{fields: map[string]func(*domain.InquiryAssigned, string){
+		"owner":    func(e *domain.InquiryAssigned, v string) { e.Owner = domain.PrincipalID(v) },
+		"previous": func(e *domain.InquiryAssigned, v string) { e.Previous = domain.PrincipalID(v) },
+		"team":     func(e *domain.InquiryAssigned, v string) { e.Team = v },
+	}}
+	received = shape[domain.InquiryReceived]{objects: []string{"requester"}, fields: map[string]func(*domain.InquiryReceived, string){
+		"inquiry_id":           func(e *domain.InquiryReceived, v string) { e.InquiryID = domain.InquiryID(v) },
+		"tenant_id":            func(e *domain.InquiryReceived, v string) { e.TenantID = domain.TenantID(v) },
+		"source":               func(e *domain.InquiryReceived, v string) { e.Source = domain.Source(v) },
+		"receipt":              func(e *domain.InquiryReceived, v string) { e.Receipt = v },
+		"requester.name":       func(e *domain.InquiryReceived, v string) { e.Requester.Name = v },
+		"requester.email":      func(e *domain.InquiryReceived, v string) { e.Requester.Email = v },
+		"requester.slack_user": func(e *domain.InquiryReceived, v string) { e.Requester.SlackUser = v },
+		"subject":              func(e *domain.InquiryReceived, v string) { e.Subject = v },
+		"message":              func(e *domain.InquiryReceived, v string) { e.Message = v },
+		"category":             func(e *domain.InquiryReceived, v string) { e.Category = v },
+		"priority":             func(e *domain.InquiryReceived, v string) { e.Priority = domain.Priority(v) },
+		"submitted_by":         func(e *domain.InquiryReceived, v string) { e.SubmittedBy = domain.PrincipalID(v) },
+		"external_id":          func(e *domain.InquiryReceived, v string) { e.ExternalID = v },
+		"team":                 func(e *domain.InquiryReceived, v string) { e.Team = v },
+		"permalink":            func(e *domain.InquiryReceived, v string) { e.Permalink = v },
+	}}
+	noteAdded = shape[domain.NoteAdded]{fields: map[string]func(*domain.NoteAdded, string){
+		"body": func(e *domain.NoteAdded, v string) { e.Body = v },
+	}}
+)
+
+// flat reads data as encoding/json reads it into a T of shape s: a string sets its member, null
+// keeps it. It reports false, for domain.Decode to decide, on any other value of a member, and on
+// a name encoding/json could match to a member in another case (Unicode folding included, so any
+// name outside ASCII); other names are ignored, as encoding/json ignores them.
+func flat[T domain.Event](data []byte, s shape[T]) (domain.Event, bool) {
+	var e T
+	bad := false
+	ok := flatjson.Each(data, func(k, v []byte, kind flatjson.Kind) {
+		if set, known := s.fields[string(k)]; known {
+			switch {
+			case kind.IsString():
+				set(&e, string(v))
+			case kind != flatjson.Literal || string(v) != "null":
+				bad = true
+			}
+			return
+		}
+		if slices.ContainsFunc(s.objects, func(o string) bool { return string(k) == o }) {
+			bad = bad || kind != flatjson.Object
+			return
+		}
+		bad = bad || s.mayName(k)
+	})
+	return e, ok && !bad
+}
+
+// mayName reports whether encoding/json could read the member named k into one of s's members.
+func (s shape[T]) mayName(k []byte) bool {
+	for _, c := range k {
+		if c >= 0x80 {
+			return true
+		}
+	}
+	for f := range s.fields {
+		if bytes.EqualFold(k, []byte(f)) {
+			return true
+		}
+	}
+	for _, o := range s.objects {
+		if bytes.EqualFold(k, []byte(o)) {
+			return true
+		}
+	}
+	return false
 }
