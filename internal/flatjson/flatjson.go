@@ -113,8 +113,8 @@ func skip(b []byte, i int) int {
 
 // str reads a string starting at b[i] == '"' and returns its contents and whether it held escapes:
 // unescaped when esc allows escapes (a new slice only then), refused when it holds one and esc
-// does not. Control
-// characters and invalid UTF-8 are refused (encoding/json replaces invalid UTF-8 with U+FFFD).
+// does not. Control characters and invalid UTF-8 are refused (encoding/json replaces invalid
+// UTF-8 with U+FFFD).
 func str(b []byte, i int, esc bool) ([]byte, bool, int, bool) {
 	if i >= len(b) || b[i] != '"' {
 		return nil, false, 0, false
