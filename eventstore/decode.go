@@ -1,7 +1,6 @@
 package eventstore
 
 import (
-	"bytes"
 	"slices"
 
 	"github.com/casebook/casebook/domain"
@@ -109,20 +108,10 @@ func flat[T domain.Event](data []byte, s shape[T]) (domain.Event, bool) {
 
 // mayName reports whether encoding/json could read the member named k into one of s's members.
 func (s shape[T]) mayName(k []byte) bool {
-	for _, c := range k {
-		if c >= 0x80 {
-			return true
-		}
-	}
 	for f := range s.fields {
-		if bytes.EqualFold(k, []byte(f)) {
+		if flatjson.MayName(k, f) {
 			return true
 		}
 	}
-	for _, o := range s.objects {
-		if bytes.EqualFold(k, []byte(o)) {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(s.objects, func(o string) bool { return flatjson.MayName(k, o) })
 }

@@ -9,10 +9,10 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/casebook/casebook/domain"
 	"github.com/casebook/casebook/eventstore"
+	"github.com/casebook/casebook/internal/flatjson"
 )
 
 // sealedMember is the JSON member that holds an event's sealed personal members.
@@ -330,20 +330,11 @@ func withhold(recs []eventstore.RecordedEvent) ([]eventstore.RecordedEvent, erro
 	return out, nil
 }
 
-// mayName reports whether a decoder could read key as one of fields: encoding/json matches
-// member names without regard to case (Unicode folding included), so any key written with an
-// escape or outside ASCII, or equal to a field in another case, counts.
+// mayName reports whether a decoder could read key (as written) as one of fields
+// (flatjson.MayName).
 func mayName(key []byte, fields map[string]json.RawMessage) bool {
-	if !plainKey(key) {
-		return true
-	}
-	for _, c := range key {
-		if c >= utf8.RuneSelf {
-			return true
-		}
-	}
 	for f := range fields {
-		if bytes.EqualFold(key, []byte(f)) {
+		if flatjson.MayName(key, f) {
 			return true
 		}
 	}

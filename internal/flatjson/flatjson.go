@@ -285,3 +285,31 @@ func number(v string) bool {
 	}
 	return i == len(v)
 }
+
+// MayName reports whether encoding/json could read a member whose key is written key (the bytes
+// between its quotes) into a field named name, an ASCII name. encoding/json matches names without
+// regard to case, Unicode folding included, so any key outside ASCII counts, as does one written
+// with an escape; otherwise the key must equal name in ASCII case folding.
+func MayName(key []byte, name string) bool {
+	for _, c := range key {
+		if c >= utf8.RuneSelf || c == '\\' {
+			return true
+		}
+	}
+	if len(key) != len(name) {
+		return false
+	}
+	for i, c := range key {
+		if lower(c) != lower(name[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+func lower(c byte) byte {
+	if 'A' <= c && c <= 'Z' {
+		return c + 'a' - 'A'
+	}
+	return c
+}

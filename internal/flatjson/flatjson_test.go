@@ -3,6 +3,7 @@ package flatjson
 import (
 	"bytes"
 	"encoding/json"
+	"reflect"
 	"testing"
 )
 
@@ -95,6 +96,59 @@ func FuzzEachMatchesJSON(f *testing.F) {
 			if s, ok := want[k].(string); !ok || s != v {
 				t.Fatalf("%q: member %q: Each read %q, encoding/json %#v", in, k, v, want[k])
 			}
+		}
+	})
+}
+
+// decodesInto reports whether encoding/json reads {key: "x"} (key written as given) into a field
+// named name.
+func decodesInto(t *testing.T, key, name string) bool {
+	t.Helper()
+	typ := reflect.StructOf([]reflect.StructField{{Name: "F", Type: reflect.TypeFor[string](), Tag: reflect.StructTag(`json:"` + name + `"`)}})
+	v := reflect.New(typ)
+	if err := json.Unmarshal([]byte(`{"`+key+`":"x"}`), v.Interface()); err != nil {
+		return false
+	}
+	return v.Elem().Field(0).String() == "x"
+}
+
+// TestMayNameCoversWhatJSONMatches: every key encoding/json reads into a field is one MayName
+// names, and a plain ASCII key that it does not read is not.
+func TestMayNameCoversWhatJSONMatches(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		key  string
+		want bool
+	}{
+		{"subject", true}, {"Subject", true}, {"SUBJECT", true}, {"ſubject", true}, {`sub\u006aect`, true},
+		{`\u0053ubject`, true}, {"subjects", false}, {"subjec", false}, {"sub_ject", false}, {"", false},
+		{"submitted_by", false},
+	} {
+		if got := MayName([]byte(c.key), "subject"); got != c.want {
+			t.Errorf("MayName(%q, subject) = %v, want %v", c.key, got, c.want)
+		}
+		if decodesInto(t, c.key, "subject") && !MayName([]byte(c.key), "subject") {
+			t.Errorf("encoding/json reads %q into subject; MayName says no", c.key)
+		}
+	}
+}
+
+func FuzzMayName(f *testing.F) {
+	f.Add("subject", "subject")
+	f.Add("ſubmitted_by", "submitted_by")
+	f.Add("K", "k")
+	f.Fuzz(func(t *testing.T, key, name string) {
+		for _, c := range []byte(name) {
+			if (c < 'a' || c > 'z') && (c < '0' || c > '9') && c != '_' {
+				return // Casebook's member names: lower-case ASCII, digits and underscores
+			}
+		}
+		var decoded string
+		if name == "" || json.Unmarshal([]byte(`"`+key+`"`), &decoded) != nil {
+			return // key must be one JSON string's contents
+		}
+		if decodesInto(t, key, name) && !MayName([]byte(key), name) {
+			t.Fatalf("encoding/json reads %q into %q; MayName says no", key, name)
 		}
 	})
 }

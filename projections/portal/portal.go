@@ -6,7 +6,6 @@
 package portal
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"strings"
@@ -71,7 +70,7 @@ func (*Projection) NeedsPersonalData(e eventstore.RecordedEvent) bool {
 func maySubmit(data []byte) bool {
 	named := false
 	if !flatjson.Each(data, func(k, _ []byte, _ flatjson.Kind) {
-		named = named || bytes.EqualFold(k, []byte("submitted_by"))
+		named = named || flatjson.MayName(k, "submitted_by")
 	}) {
 		return true
 	}
@@ -107,9 +106,6 @@ func (*Projection) Prepare(evs []eventstore.RecordedEvent) (any, error) {
 	for _, e := range evs {
 		if !strings.HasPrefix(e.StreamID, "inquiry-") || (e.Type != "InquiryReceived" && e.Type != "InquiryErased") {
 			continue
-		}
-		if e.Type == "InquiryReceived" && !maySubmit(e.Data) {
-			continue // as stored: NeedsPersonalData passed it over
 		}
 		m, err := eventstore.DecodeMetadata(e.Metadata)
 		if err != nil {
