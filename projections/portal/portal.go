@@ -60,7 +60,7 @@ var _ projections.PersonalSelector = (*Projection)(nil)
 
 // NeedsPersonalData implements projections.PersonalSelector: only an InquiryReceived with a
 // submitter is indexed, and only its customer id is personal. Public intakes, the bulk of the
-// log, are neither opened nor decoded.
+// log, are never opened for it.
 func (*Projection) NeedsPersonalData(e eventstore.RecordedEvent) bool {
 	return e.Type == "InquiryReceived" && maySubmit(e.Data)
 }
