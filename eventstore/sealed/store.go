@@ -97,8 +97,9 @@ func inquiryOf(stream string, metadata []byte) (domain.TenantID, domain.InquiryI
 }
 
 // tenantOf reads metadata's tenant_id as json.Unmarshal into metaTenant does (the last member
-// whose key matches, in any case), decoding nothing else in the common form: every key written
-// plainly and tenant_id spelt exactly. Other forms are decoded with json.Unmarshal.
+// whose key matches, in any case), decoding nothing else in the common form: tenant_id spelt
+// exactly and no other key that encoding/json could read as it (flatjson.MayName). Other forms
+// are decoded with json.Unmarshal.
 func tenantOf(metadata []byte) (domain.TenantID, error) {
 	var buf [16]member
 	ms, err := members(metadata, buf[:0])
@@ -108,11 +109,9 @@ func tenantOf(metadata []byte) (domain.TenantID, error) {
 	var found *member
 	for i, m := range ms {
 		switch {
-		case !plainKey(m.key):
-			return tenantSlow(metadata)
 		case string(m.key) == "tenant_id":
 			found = &ms[i]
-		case bytes.EqualFold(m.key, []byte("tenant_id")):
+		case flatjson.MayName(m.key, "tenant_id"):
 			return tenantSlow(metadata)
 		}
 	}
