@@ -34,10 +34,7 @@ func TestFirstAppendStoresItsKey(t *testing.T) {
 			inner = pg
 		}
 		newStore := func() (eventstore.Store, *sealed.Keys) {
-			keys, err := sealed.NewKeys(ctx, db, nil, master(1))
-			if err != nil {
-				t.Fatal(err)
-			}
+			keys := newKeys(t, db)
 			return sealed.New(inner, keys), keys
 		}
 		store, keys := newStore()

@@ -21,6 +21,16 @@ import (
 
 func master(b byte) []byte { return bytes.Repeat([]byte{b}, 32) }
 
+// newKeys opens db's key table under master(1), as a process would.
+func newKeys(t *testing.T, db *sqldb.DB) *sealed.Keys {
+	t.Helper()
+	keys, err := sealed.NewKeys(t.Context(), db, nil, master(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return keys
+}
+
 func innerStore(t *testing.T, db *sqldb.DB) eventstore.Store {
 	t.Helper()
 	var s eventstore.Store
@@ -56,10 +66,7 @@ func TestSealedEventsShredOnDestroy(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, db *sqldb.DB) {
 		ctx := t.Context()
 		inner := innerStore(t, db)
-		keys, err := sealed.NewKeys(ctx, db, nil, master(1))
-		if err != nil {
-			t.Fatal(err)
-		}
+		keys := newKeys(t, db)
 		store := sealed.New(inner, keys)
 		tenant, id := domain.TenantID("t1"), domain.InquiryID("q1")
 		stream := eventstore.InquiryStream(tenant, id)
@@ -195,20 +202,14 @@ func TestEnsureNewFindsStoredKey(t *testing.T) {
 	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, db *sqldb.DB) {
 		ctx := t.Context()
-		first, err := sealed.NewKeys(ctx, db, nil, master(1))
-		if err != nil {
-			t.Fatal(err)
-		}
+		first := newKeys(t, db)
 		tenant, id := domain.TenantID("t1"), domain.InquiryID("q-new")
 		dk, err := first.EnsureNew(ctx, tenant, id)
 		if err != nil {
 			t.Fatal(err)
 		}
 		box := dk.Seal([]byte("sealed once"), []byte("aad"))
-		cold, err := sealed.NewKeys(ctx, db, nil, master(1)) // another process: empty cache
-		if err != nil {
-			t.Fatal(err)
-		}
+		cold := newKeys(t, db) // another process: empty cache
 		again, err := cold.EnsureNew(ctx, tenant, id)
 		if err != nil {
 			t.Fatal(err)
@@ -219,10 +220,7 @@ func TestEnsureNewFindsStoredKey(t *testing.T) {
 		if err := first.Destroy(ctx, tenant, id); err != nil {
 			t.Fatal(err)
 		}
-		fresh, err := sealed.NewKeys(ctx, db, nil, master(1))
-		if err != nil {
-			t.Fatal(err)
-		}
+		fresh := newKeys(t, db)
 		if _, err := fresh.EnsureNew(ctx, tenant, id); !errors.Is(err, sealed.ErrErased) {
 			t.Fatalf("EnsureNew after destroy = %v, want ErrErased", err)
 		}
@@ -236,10 +234,7 @@ func TestOpeningOnlyOpensTheEventsNamed(t *testing.T) {
 	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, db *sqldb.DB) {
 		ctx := t.Context()
-		keys, err := sealed.NewKeys(ctx, db, nil, master(1))
-		if err != nil {
-			t.Fatal(err)
-		}
+		keys := newKeys(t, db)
 		store := sealed.New(innerStore(t, db), keys)
 		tenant := domain.TenantID("t1")
 		for _, id := range []domain.InquiryID{"q1", "q2"} {
