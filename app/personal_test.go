@@ -244,8 +244,9 @@ func dumpTable(ctx context.Context, db *sqldb.DB, table string) ([]string, error
 type opened struct{ eventstore.Store }
 
 // TestProjectionsWithoutPersonalDataBuildTheSameRows: each subscriber that reads no personal data,
-// or only that of the events it names (the portal and privacy indexes), builds exactly the same rows from the
-// log as it reads it as from the opened log, and as it did live. SQLite and Postgres.
+// or only that of the events it names (the portal and privacy indexes), builds exactly the same
+// rows from the log as it reads it as from the opened log, and as it did live. SQLite and
+// Postgres.
 func TestProjectionsWithoutPersonalDataBuildTheSameRows(t *testing.T) {
 	t.Parallel()
 	eachDue(t, func(t *testing.T, d dueBundle) {
