@@ -33,6 +33,8 @@ type Features struct {
 	SubscribeBatch int
 	// Count is what the backend's eventstore.Counter promises, NoCount when it is not one.
 	Count Count
+	// Claims declares a backend that is an eventstore.Claimer and keeps claims.
+	Claims bool
 }
 
 // Count is how exactly a backend counts the events after a position (eventstore.Counter).
@@ -73,6 +75,7 @@ func Exercise(t *testing.T, newStore Factory, f Features) {
 		{"SubscribersShareReads", testSubscribersShareReads},
 		{"Head", testHead},
 		{"CountAfter", testCountAfter},
+		{"Claims", testClaims},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -625,6 +628,106 @@ func testCountAfter(t *testing.T, s eventstore.Store, f Features) {
 	wg.Wait()
 	mustAppend(t, s, "s-4", eventstore.NoStream(), Events("c", 1))
 	check("after concurrent appends")
+}
+
+// testClaims: an append claims its name for its stream in its own transaction; a name claimed
+// already fails the append with ErrClaimed and stores nothing; an append that stores nothing
+// claims nothing; of appends racing for one name, one wins.
+func testClaims(t *testing.T, s eventstore.Store, f Features) {
+	c, ok := s.(eventstore.Claimer)
+	if !f.Claims {
+		if ok {
+			if _, keeps := c.WithClaim(ctx(t), "n"); keeps {
+				t.Fatal("the store keeps claims: declare Features.Claims")
+			}
+		}
+		return
+	}
+	if !ok {
+		t.Fatal("the store is not an eventstore.Claimer")
+	}
+	claim := func(name, stream string, exp eventstore.ExpectedRevision, prefix string) error {
+		cctx, ok := c.WithClaim(ctx(t), name)
+		if !ok {
+			t.Fatal("WithClaim reported no claims")
+		}
+		_, err := s.Append(cctx, stream, exp, Events(prefix, 1))
+		return err
+	}
+	claimed := func(name, want string) {
+		t.Helper()
+		got, err := c.Claimed(ctx(t), name)
+		if err != nil || got != want {
+			t.Fatalf("Claimed(%s) = %q, %v; want %q", name, got, err, want)
+		}
+	}
+	claimed("n1", "")
+	if err := claim("n1", "s-1", eventstore.NoStream(), "a"); err != nil {
+		t.Fatal(err)
+	}
+	claimed("n1", "s-1")
+	if err := claim("n1", "s-2", eventstore.NoStream(), "b"); !errors.Is(err, eventstore.ErrClaimed) {
+		t.Fatalf("second claim of n1: %v, want ErrClaimed", err)
+	}
+	if evs, err := s.ReadStream(ctx(t), "s-2", 0, 0); err != nil || len(evs) != 0 {
+		t.Fatalf("the refused append stored %d events (%v)", len(evs), err)
+	}
+	claimed("n1", "s-1")
+	if err := claim("n3", "s-1", eventstore.NoStream(), "c"); !errors.Is(err, eventstore.ErrConcurrency) {
+		t.Fatalf("append to an existing stream with no-stream: %v, want a conflict", err)
+	}
+	claimed("n3", "")
+	errs := make([]error, f.ConcurrentWriters)
+	var wg sync.WaitGroup
+	for i := range errs {
+		wg.Go(func() { errs[i] = claim("n4", fmt.Sprint("r-", i), eventstore.NoStream(), fmt.Sprint("r", i)) })
+	}
+	wg.Wait()
+	winner := -1
+	for i, err := range errs {
+		switch {
+		case err == nil && winner >= 0:
+			t.Fatalf("appends %d and %d both claimed n4", winner, i)
+		case err == nil:
+			winner = i
+		case !errors.Is(err, eventstore.ErrClaimed):
+			t.Fatalf("append %d: %v, want ErrClaimed", i, err)
+		}
+	}
+	if winner < 0 {
+		t.Fatal("no append claimed n4")
+	}
+	claimed("n4", fmt.Sprint("r-", winner))
+}
+
+// EarlierStreamsClaimed checks a SQL store's claims migration: s's inquiry streams, made before
+// the store kept claims, each claim their own name once the migration runs, and other streams
+// claim nothing. exec runs a statement on s's database; reopen migrates it again and returns the
+// store.
+func EarlierStreamsClaimed(t *testing.T, s eventstore.Store, exec func(query string) error, reopen func() eventstore.Store) {
+	t.Helper()
+	streams := []string{"inquiry-t1-a", "inquiry-t1-b", "inquiry-t2-a", "tenant-t1"}
+	for i, stream := range streams {
+		mustAppend(t, s, stream, eventstore.NoStream(), Events(fmt.Sprint("e", i), 2))
+	}
+	for _, q := range []string{`DROP TABLE stream_claims`, `DELETE FROM schema_migrations WHERE component = 'eventstore' AND version = 2`} {
+		if err := exec(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c, ok := reopen().(eventstore.Claimer)
+	if !ok {
+		t.Fatal("the store is not an eventstore.Claimer")
+	}
+	for _, stream := range streams {
+		want := stream
+		if stream == "tenant-t1" {
+			want = ""
+		}
+		if got, err := c.Claimed(ctx(t), stream); err != nil || got != want {
+			t.Fatalf("Claimed(%s) = %q, %v; want %q", stream, got, err, want)
+		}
+	}
 }
 
 // SQLite opens an embedded event store on a new file of its own, closed when the test ends, and

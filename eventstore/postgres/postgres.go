@@ -81,7 +81,18 @@ CREATE TABLE events (
 	CONSTRAINT events_position_pkey PRIMARY KEY (xid, seq),
 	CONSTRAINT events_stream_revision_key UNIQUE (stream, revision),
 	CONSTRAINT events_id_key UNIQUE (id)
-)`}}
+)`}, {Version: 2, Postgres: claimsMigration}}
+
+// claimsMigration creates the claims table (eventstore.Claimer). Every inquiry stream created before
+// it was named by the id its intake derived from its idempotency key, which is the name an intake
+// claims: each such stream claims its own name, so a retried intake still finds its inquiry.
+const claimsMigration = `
+CREATE TABLE stream_claims (
+	name   text NOT NULL PRIMARY KEY,
+	stream text NOT NULL
+);
+INSERT INTO stream_claims (name, stream)
+	SELECT stream, stream FROM events WHERE revision = 0 AND starts_with(stream, 'inquiry-')`
 
 const (
 	constraintStreamRevision = "events_stream_revision_key"
@@ -316,7 +327,31 @@ func (s *Store) Append(ctx context.Context, stream string, expected eventstore.E
 	}
 }
 
-var _ eventstore.CompanionWriter = (*Store)(nil)
+var (
+	_ eventstore.CompanionWriter = (*Store)(nil)
+	_ eventstore.Claimer         = (*Store)(nil)
+)
+
+// WithClaim implements eventstore.Claimer: the claim is a companion row of the append.
+func (s *Store) WithClaim(ctx context.Context, name string) (context.Context, bool) {
+	return eventstore.WithCompanion(ctx, eventstore.ClaimCompanion(s.pool, name)), true
+}
+
+// Claimed implements eventstore.Claimer.
+func (s *Store) Claimed(ctx context.Context, name string) (string, error) {
+	if err := s.checkOpen(); err != nil {
+		return "", err
+	}
+	var stream string
+	err := s.pool.QueryRow(ctx, `SELECT stream FROM stream_claims WHERE name = $1`, name).Scan(&stream)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("eventstore/postgres: claim %s: %w", name, err)
+	}
+	return stream, nil
+}
 
 // WritesCompanionsOn implements eventstore.CompanionWriter: companions on the store's pool.
 func (s *Store) WritesCompanionsOn(handle any) bool { return handle == any(s.pool) }

@@ -41,7 +41,17 @@ func TestConformance(t *testing.T) {
 	t.Parallel()
 	eventstoretest.Exercise(t, func(t *testing.T) eventstore.Store {
 		return newStore(t, newPool(t), postgres.Options{})
-	}, eventstoretest.Features{SubscribeBatch: postgres.SubscribeBatch, Count: eventstoretest.CountAtLeast})
+	}, eventstoretest.Features{SubscribeBatch: postgres.SubscribeBatch, Count: eventstoretest.CountAtLeast, Claims: true})
+}
+
+// TestClaimsMigrationClaimsEarlierInquiries: see eventstoretest.EarlierStreamsClaimed.
+func TestClaimsMigrationClaimsEarlierInquiries(t *testing.T) {
+	t.Parallel()
+	pool := newPool(t)
+	eventstoretest.EarlierStreamsClaimed(t, newStore(t, pool, postgres.Options{}), func(q string) error {
+		_, err := pool.Exec(t.Context(), q)
+		return err
+	}, func() eventstore.Store { return newStore(t, pool, postgres.Options{}) })
 }
 
 func TestDuplicateEventIDIsNotConcurrency(t *testing.T) {

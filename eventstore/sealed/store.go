@@ -73,6 +73,24 @@ func (s *Store) OpeningOnly(need func(eventstore.RecordedEvent) bool) eventstore
 	return wrap(&Store{inner: s.inner, keys: s.keys, need: need})
 }
 
+var _ eventstore.Claimer = (*Store)(nil)
+
+// WithClaim implements eventstore.Claimer with the backend's claims.
+func (s *Store) WithClaim(ctx context.Context, name string) (context.Context, bool) {
+	if c, ok := s.inner.(eventstore.Claimer); ok {
+		return c.WithClaim(ctx, name)
+	}
+	return ctx, false
+}
+
+// Claimed implements eventstore.Claimer with the backend's claims.
+func (s *Store) Claimed(ctx context.Context, name string) (string, error) {
+	if c, ok := s.inner.(eventstore.Claimer); ok {
+		return c.Claimed(ctx, name)
+	}
+	return "", nil
+}
+
 // Keys returns the key table.
 func (s *Store) Keys() *Keys { return s.keys }
 

@@ -37,7 +37,18 @@ CREATE TABLE IF NOT EXISTS events (
 	metadata    BLOB    NOT NULL,
 	recorded_at INTEGER NOT NULL,
 	UNIQUE (stream, revision)
-)`}}
+)`}, {Version: 2, SQL: claimsMigration}}
+
+// claimsMigration creates the claims table (eventstore.Claimer). Every inquiry stream created before
+// it was named by the id its intake derived from its idempotency key, which is the name an intake
+// claims: each such stream claims its own name, so a retried intake still finds its inquiry.
+const claimsMigration = `
+CREATE TABLE IF NOT EXISTS stream_claims (
+	name   TEXT NOT NULL PRIMARY KEY,
+	stream TEXT NOT NULL
+) WITHOUT ROWID;
+INSERT OR IGNORE INTO stream_claims (name, stream)
+	SELECT stream, stream FROM events WHERE revision = 0 AND substr(stream, 1, 8) = 'inquiry-'`
 
 // Store is the SQLite event store.
 type Store struct {
@@ -153,7 +164,28 @@ func insertCompanion(ctx context.Context, tx *sqldb.Tx, c *eventstore.Companion,
 	return nil
 }
 
-var _ eventstore.CompanionWriter = (*Store)(nil)
+var (
+	_ eventstore.CompanionWriter = (*Store)(nil)
+	_ eventstore.Claimer         = (*Store)(nil)
+)
+
+// WithClaim implements eventstore.Claimer: the claim is a companion row of the append.
+func (s *Store) WithClaim(ctx context.Context, name string) (context.Context, bool) {
+	return eventstore.WithCompanion(ctx, eventstore.ClaimCompanion(s.db.CompanionHandle(), name)), true
+}
+
+// Claimed implements eventstore.Claimer.
+func (s *Store) Claimed(ctx context.Context, name string) (string, error) {
+	var stream string
+	err := s.db.QueryRowContext(ctx, `SELECT stream FROM stream_claims WHERE name = ?`, name).Scan(&stream)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("eventstore/sqlite: claim %s: %w", name, err)
+	}
+	return stream, nil
+}
 
 // WritesCompanionsOn implements eventstore.CompanionWriter: companions on s's handle.
 func (s *Store) WritesCompanionsOn(handle any) bool { return handle == s.db.CompanionHandle() }

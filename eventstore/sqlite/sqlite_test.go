@@ -18,7 +18,23 @@ func TestConformance(t *testing.T) {
 	eventstoretest.Exercise(t, func(t *testing.T) eventstore.Store {
 		_, s := eventstoretest.SQLite(t)
 		return s
-	}, eventstoretest.Features{SubscribeBatch: sqlite.SubscribeBatch, Count: eventstoretest.CountExact})
+	}, eventstoretest.Features{SubscribeBatch: sqlite.SubscribeBatch, Count: eventstoretest.CountExact, Claims: true})
+}
+
+// TestClaimsMigrationClaimsEarlierInquiries: see eventstoretest.EarlierStreamsClaimed.
+func TestClaimsMigrationClaimsEarlierInquiries(t *testing.T) {
+	t.Parallel()
+	db, s := eventstoretest.SQLite(t)
+	eventstoretest.EarlierStreamsClaimed(t, s, func(q string) error {
+		_, err := db.ExecContext(t.Context(), q)
+		return err
+	}, func() eventstore.Store {
+		s, err := sqlite.New(t.Context(), db, sqlite.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	})
 }
 
 // TestAppendsQueuedTogetherCommitOnce: appends that queue while the writer is busy commit in one
