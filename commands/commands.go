@@ -5,13 +5,16 @@
 // request travel in every appended event's metadata, so the stream itself is the idempotency record
 // and a key can never be recorded without its effect (or the reverse). The same key with the same
 // request returns the first result and appends nothing; the same key with another request is
-// domain.ErrIdempotencyMismatch. Intake derives the inquiry's identity from (tenant, source, key) and
-// appends with "no stream", so a duplicate delivery is caught by the event store's own condition.
+// domain.ErrIdempotencyMismatch. Intake derives a name from (tenant, source, key) and its append
+// claims it (eventstore.Claimer), so a duplicate delivery is caught by the store's own unique
+// claim and finds the first inquiry; on a store without claims the name is the inquiry's id, and
+// the append's "no stream" condition catches it.
 package commands
 
 import (
 	"context"
 	"crypto/hmac"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base32"
 	"encoding/json"
@@ -86,7 +89,8 @@ type IntakeResult struct {
 // Intake records a new inquiry. It returns only after the InquiryReceived event is durable.
 func (h *Handler) Intake(ctx context.Context, c Intake) (IntakeResult, error) {
 	c = NormalizeIntake(c)
-	if c.IdempotencyKey == "" {
+	auto := c.IdempotencyKey == ""
+	if auto {
 		c.IdempotencyKey = "auto:" + h.NewID()
 	}
 	if err := checkKey(c.IdempotencyKey); err != nil {
@@ -119,7 +123,21 @@ func (h *Handler) Intake(ctx context.Context, c Intake) (IntakeResult, error) {
 		}
 	}
 	identity := intakeIdentity(c.Tenant, c.Source, c.IdempotencyKey)
-	id, receipt := h.IntakeID(c.Tenant, c.Source, c.IdempotencyKey)
+	derived, receipt := h.IntakeID(c.Tenant, c.Source, c.IdempotencyKey)
+	// The inquiry's id grows with time, so each per-inquiry index takes it at its end, unless
+	// the store keeps no claims: then a keyed intake's id is the derived one, and the stream's
+	// own "no stream" condition catches a redelivery.
+	id, claim, appendCtx := derived, "", ctx
+	if auto {
+		id = h.newInquiryID()
+	} else if claims, ok := h.Store.(eventstore.Claimer); ok {
+		claim = eventstore.InquiryStream(c.Tenant, derived)
+		if appendCtx, ok = claims.WithClaim(ctx, claim); ok {
+			id = h.newInquiryID()
+		} else {
+			claim = ""
+		}
+	}
 	evs, err := domain.Receive(domain.NewInquiry{
 		ID: id, TenantID: c.Tenant, Source: c.Source, Receipt: receipt,
 		Requester: c.Requester, Subject: c.Subject, Message: c.Message, Category: c.Category,
@@ -131,28 +149,97 @@ func (h *Handler) Intake(ctx context.Context, c Intake) (IntakeResult, error) {
 	hash := fingerprint(parts...)
 	stream := eventstore.InquiryStream(c.Tenant, id)
 	meta := h.meta(actor, "intake:"+identity, c.IdempotencyKey, hash, c.CorrelationID)
-	res, err := h.append(ctx, stream, eventstore.NoStream(), evs, meta)
-	if errors.Is(err, domain.ErrConcurrency) {
-		prior, err := h.Store.ReadStream(ctx, stream, 0, 1)
-		if err != nil {
+	// The events' ids derive from the command and the stream: a redelivery given another id is
+	// caught by the claim, not by its events' ids.
+	res, err := h.append(appendCtx, stream, eventstore.NoStream(), evs, meta, meta.CommandID+"\x00"+stream)
+	switch {
+	case claim != "" && errors.Is(err, eventstore.ErrClaimed):
+		if id, err = h.claimed(ctx, c.Tenant, claim); err != nil {
 			return IntakeResult{}, err
 		}
-		if len(prior) == 0 {
-			return IntakeResult{}, fmt.Errorf("intake: the new inquiry's stream conflicted but is empty: %w", domain.ErrConcurrency)
+		if id == "" {
+			return IntakeResult{}, fmt.Errorf("intake: the claim %q was refused but is not there: %w", claim, domain.ErrConcurrency)
 		}
-		m, err := eventstore.DecodeMetadata(prior[0].Metadata)
-		if err != nil {
-			return IntakeResult{}, fmt.Errorf("intake: metadata: %w", err)
-		}
-		if m.RequestHash != hash {
-			return IntakeResult{}, domain.ErrIdempotencyMismatch
-		}
-		return IntakeResult{Result: Result{InquiryID: id, Version: 1, Position: prior[0].Position, Replayed: true}, Receipt: receipt}, nil
-	}
-	if err != nil {
+		return h.replayIntake(ctx, c.Tenant, id, hash, receipt)
+	case errors.Is(err, domain.ErrConcurrency):
+		return h.replayIntake(ctx, c.Tenant, id, hash, receipt)
+	case err != nil:
 		return IntakeResult{}, err
 	}
 	return IntakeResult{Result: Result{InquiryID: id, Version: 1, Position: res.Position}, Receipt: receipt}, nil
+}
+
+// replayIntake answers an intake whose inquiry exists already: the first result when the request
+// is the same, domain.ErrIdempotencyMismatch when it is not.
+func (h *Handler) replayIntake(ctx context.Context, tenant domain.TenantID, id domain.InquiryID, hash, receipt string) (IntakeResult, error) {
+	prior, err := h.Store.ReadStream(ctx, eventstore.InquiryStream(tenant, id), 0, 1)
+	if err != nil {
+		return IntakeResult{}, err
+	}
+	if len(prior) == 0 {
+		return IntakeResult{}, fmt.Errorf("intake: the new inquiry's stream conflicted but is empty: %w", domain.ErrConcurrency)
+	}
+	m, err := eventstore.DecodeMetadata(prior[0].Metadata)
+	if err != nil {
+		return IntakeResult{}, fmt.Errorf("intake: metadata: %w", err)
+	}
+	if m.RequestHash != hash {
+		return IntakeResult{}, domain.ErrIdempotencyMismatch
+	}
+	return IntakeResult{Result: Result{InquiryID: id, Version: 1, Position: prior[0].Position, Replayed: true}, Receipt: receipt}, nil
+}
+
+// claimed returns the inquiry whose intake claimed name, "" when name is not claimed.
+func (h *Handler) claimed(ctx context.Context, tenant domain.TenantID, name string) (domain.InquiryID, error) {
+	claims, ok := h.Store.(eventstore.Claimer)
+	if !ok {
+		return "", nil
+	}
+	stream, err := claims.Claimed(ctx, name)
+	if err != nil || stream == "" {
+		return "", err
+	}
+	id, ok := eventstore.StreamInquiry("inquiry", stream, tenant)
+	if !ok {
+		return "", fmt.Errorf("intake: claim %q names no inquiry of the tenant: %w", name, domain.ErrNotFound)
+	}
+	return id, nil
+}
+
+// FindIntake returns the inquiry an intake with this tenant, source and idempotency key made, and
+// its receipt; domain.ErrNotFound when there is none. The intake claimed its name, or, on a store
+// that keeps no claims, its inquiry has the derived id.
+func (h *Handler) FindIntake(ctx context.Context, tenant domain.TenantID, source domain.Source, key string) (domain.InquiryID, string, error) {
+	derived, receipt := h.IntakeID(tenant, source, key)
+	stream := eventstore.InquiryStream(tenant, derived)
+	id, err := h.claimed(ctx, tenant, stream)
+	if err != nil || id != "" {
+		return id, receipt, err
+	}
+	prior, err := h.Store.ReadStream(ctx, stream, 0, 1)
+	if err != nil {
+		return "", "", err
+	}
+	if len(prior) == 0 {
+		return "", "", fmt.Errorf("intake: %w", domain.ErrNotFound)
+	}
+	return derived, receipt, nil
+}
+
+// newInquiryID returns a UUIDv7 (RFC 9562 section 5.7): 48 bits of Unix milliseconds, then random
+// bits. Inquiries made later sort later, so the indexes keyed by inquiry grow at their ends instead
+// of taking each new inquiry on another page. The id reveals when the inquiry was made, which its
+// readers see anyway.
+func (h *Handler) newInquiryID() domain.InquiryID {
+	var b [16]byte
+	_, _ = rand.Read(b[6:])
+	ms := uint64(h.Now().UnixMilli())
+	for i := range 6 {
+		b[i] = byte(ms >> (40 - 8*i))
+	}
+	b[6] = (b[6] & 0x0f) | 0x70
+	b[8] = (b[8] & 0x3f) | 0x80
+	return domain.InquiryID(fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16]))
 }
 
 // SubmitterKey is the idempotency key an authenticated submitter's key is recorded under: keys
@@ -165,8 +252,10 @@ func intakeIdentity(tenant domain.TenantID, source domain.Source, key string) st
 	return string(tenant) + "\x00" + string(source) + "\x00" + key
 }
 
-// IntakeID returns the inquiry id and receipt that an intake with this tenant, source and
-// idempotency key is given: they are derived, so a redelivery lands on the same inquiry.
+// IntakeID returns the inquiry id and receipt derived from an intake's tenant, source and
+// idempotency key. The receipt is the intake's; the id names its claim (FindIntake finds the
+// inquiry), and is the inquiry's own on a store that keeps no claims, so a redelivery lands on
+// the same inquiry.
 func (h *Handler) IntakeID(tenant domain.TenantID, source domain.Source, key string) (domain.InquiryID, string) {
 	identity := intakeIdentity(tenant, source, key)
 	return domain.InquiryID(uuidFrom(h.mac("inquiry", identity))),
@@ -350,7 +439,7 @@ func (h *Handler) execute(ctx context.Context, t Target, hash string, decide fun
 			cmdID = fmt.Sprintf("cmd:%s:%s:%d:%s", t.Tenant, t.InquiryID, q.Version, t.IdempotencyKey)
 		}
 		meta := h.meta(t.Actor, cmdID, t.IdempotencyKey, hash, t.CorrelationID)
-		res, err := h.append(ctx, eventstore.InquiryStream(t.Tenant, t.InquiryID), eventstore.AfterVersion(q.Version), evs, meta)
+		res, err := h.append(ctx, eventstore.InquiryStream(t.Tenant, t.InquiryID), eventstore.AfterVersion(q.Version), evs, meta, meta.CommandID)
 		if errors.Is(err, domain.ErrConcurrency) && (t.IfVersion == nil || t.IdempotencyKey != "") && attempt < maxRetries {
 			// Reload: the winner may have been this very command (same key), or the command may
 			// still apply to the newer state.
@@ -383,7 +472,9 @@ func (h *Handler) meta(actor domain.Principal, commandID, key, hash, correlation
 	}
 }
 
-func (h *Handler) append(ctx context.Context, stream string, exp eventstore.ExpectedRevision, evs []domain.Event, meta domain.Metadata) (eventstore.AppendResult, error) {
+// append appends evs to stream under meta; the events' ids derive from idBase and their index
+// (eventstore.DeterministicID), so a retried command produces the same ids.
+func (h *Handler) append(ctx context.Context, stream string, exp eventstore.ExpectedRevision, evs []domain.Event, meta domain.Metadata, idBase string) (eventstore.AppendResult, error) {
 	mb, err := json.Marshal(meta)
 	if err != nil {
 		return eventstore.AppendResult{}, err
@@ -394,7 +485,7 @@ func (h *Handler) append(ctx context.Context, stream string, exp eventstore.Expe
 		if err != nil {
 			return eventstore.AppendResult{}, err
 		}
-		data[i] = eventstore.EventData{ID: eventstore.DeterministicID(meta.CommandID, i), Type: typ, Data: b, Metadata: mb}
+		data[i] = eventstore.EventData{ID: eventstore.DeterministicID(idBase, i), Type: typ, Data: b, Metadata: mb}
 	}
 	return h.Store.Append(ctx, stream, exp, data)
 }

@@ -136,28 +136,18 @@ func TestIntakeIdempotency(t *testing.T) {
 }
 
 // TestIntakeConcurrentDuplicates delivers one submission many times at once: one inquiry results and
-// every delivery gets the same receipt.
+// every delivery gets its id.
 func TestIntakeConcurrentDuplicates(t *testing.T) {
 	t.Parallel()
 	tb := setup(t)
-	var wg sync.WaitGroup
-	receipts := make([]string, 16)
-	for i := range receipts {
-		wg.Go(func() {
-			c := intake("dup")
-			c.Tenant = tb.tenant
-			r, err := tb.h.Intake(t.Context(), c)
-			if err != nil {
-				t.Errorf("delivery %d: %v", i, err)
-			}
-			receipts[i] = r.Receipt
-		})
-	}
-	wg.Wait()
-	for _, r := range receipts {
-		if r != receipts[0] {
-			t.Fatalf("receipts differ: %v", receipts)
+	ids := deliverAtOnce(t.Context(), t, tb.h, tb.tenant, 16)
+	for _, id := range ids {
+		if id != ids[0] {
+			t.Fatalf("deliveries got different inquiries: %v", ids)
 		}
+	}
+	if r := tb.receive(t, "dup"); r.InquiryID != ids[0] {
+		t.Fatalf("a later delivery got %s, want %s", r.InquiryID, ids[0])
 	}
 	all, err := tb.store.ReadAll(t.Context(), eventstore.Start, 0)
 	if err != nil || len(all) != 1 {

@@ -186,7 +186,8 @@ func (h *Handler) setPolicy(ctx context.Context, tenant domain.TenantID, actor d
 	if err != nil {
 		return eventstore.Position{}, err
 	}
-	res, err := h.append(ctx, stream, eventstore.Any(), []domain.Event{e}, h.meta(actor, prefix+h.NewID(), "", "", correlation))
+	meta := h.meta(actor, prefix+h.NewID(), "", "", correlation)
+	res, err := h.append(ctx, stream, eventstore.Any(), []domain.Event{e}, meta, meta.CommandID)
 	if err != nil {
 		return eventstore.Position{}, err
 	}

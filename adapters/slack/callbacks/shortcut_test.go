@@ -20,9 +20,14 @@ func shortcut(callback, user, ch, ts, author, text, actionTS, responseURL string
 		callback, team, appID, user, ch, ts, author, ts, text, actionTS, actionTS, responseURL)
 }
 
-// slackIntakeID is the inquiry a shortcut on the message (channel, ts) lands on.
-func (b *bundle) slackIntakeID(ch, ts string) (domain.InquiryID, string) {
-	return b.app.Commands.IntakeID(b.tenant, domain.SourceSlack, "slack-message:/"+team+"/"+appID+"/"+ch+"/"+ts)
+// slackIntakeID is the inquiry a shortcut on the message (channel, ts) made, and its receipt.
+func (b *bundle) slackIntakeID(t *testing.T, ch, ts string) (domain.InquiryID, string) {
+	t.Helper()
+	id, receipt, err := b.app.Commands.FindIntake(t.Context(), b.tenant, domain.SourceSlack, "slack-message:/"+team+"/"+appID+"/"+ch+"/"+ts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id, receipt
 }
 
 // TestShortcutTwiceMakesOneInquiry: "Create inquiry" on a person's message records an inquiry
@@ -40,8 +45,9 @@ func TestShortcutTwiceMakesOneInquiry(t *testing.T) {
 	if rec := b.interact(t, shortcut(callbacks.ShortcutCreateInquiry, "U0OLGA0001", channel, ts, "U0ADA00001", text, "1793523600.000001", b.respURL)); rec.Code != 200 {
 		t.Fatalf("shortcut = %d %s", rec.Code, rec.Body)
 	}
-	id, receipt := b.slackIntakeID(channel, ts)
-	if r := b.reply(t); r != "Inquiry "+receipt+" created from this message." {
+	r := b.reply(t) // the shortcut is answered once its intake is done
+	id, receipt := b.slackIntakeID(t, channel, ts)
+	if r != "Inquiry "+receipt+" created from this message." {
 		t.Fatalf("reply = %q", r)
 	}
 	q := b.inquiry(t, id)
@@ -112,7 +118,7 @@ func TestShortcutRefusals(t *testing.T) {
 	if r := b.reply(t); !strings.HasSuffix(r, "created from this message.") {
 		t.Fatalf("reply = %q", r)
 	}
-	id, _ := b.slackIntakeID(channel, bobs)
+	id, _ := b.slackIntakeID(t, channel, bobs)
 	if q := b.inquiry(t, id); q.Requester.Name != "Bob" || q.Requester.SlackUser != "U0BOB00001" || q.Requester.Email != "" {
 		t.Fatalf("requester = %+v", q.Requester)
 	}
