@@ -149,9 +149,13 @@ func (h *Handler) Intake(ctx context.Context, c Intake) (IntakeResult, error) {
 	hash := fingerprint(parts...)
 	stream := eventstore.InquiryStream(c.Tenant, id)
 	meta := h.meta(actor, "intake:"+identity, c.IdempotencyKey, hash, c.CorrelationID)
-	// The events' ids derive from the command and the stream: a redelivery given another id is
-	// caught by the claim, not by its events' ids.
-	res, err := h.append(appendCtx, stream, eventstore.NoStream(), evs, meta, meta.CommandID+"\x00"+stream)
+	// The events' ids derive from the command and the stream, so a redelivery given another id is
+	// caught by the claim, not by its events' ids; a new id leads them, so they grow with time too.
+	ids := eventIDs{base: meta.CommandID + "\x00" + stream}
+	if id != derived {
+		ids.lead = id
+	}
+	res, err := h.append(appendCtx, stream, eventstore.NoStream(), evs, meta, ids)
 	switch {
 	case claim != "" && errors.Is(err, eventstore.ErrClaimed):
 		if id, err = h.claimed(ctx, c.Tenant, claim); err != nil {
@@ -439,7 +443,7 @@ func (h *Handler) execute(ctx context.Context, t Target, hash string, decide fun
 			cmdID = fmt.Sprintf("cmd:%s:%s:%d:%s", t.Tenant, t.InquiryID, q.Version, t.IdempotencyKey)
 		}
 		meta := h.meta(t.Actor, cmdID, t.IdempotencyKey, hash, t.CorrelationID)
-		res, err := h.append(ctx, eventstore.InquiryStream(t.Tenant, t.InquiryID), eventstore.AfterVersion(q.Version), evs, meta, meta.CommandID)
+		res, err := h.append(ctx, eventstore.InquiryStream(t.Tenant, t.InquiryID), eventstore.AfterVersion(q.Version), evs, meta, eventIDs{base: meta.CommandID})
 		if errors.Is(err, domain.ErrConcurrency) && (t.IfVersion == nil || t.IdempotencyKey != "") && attempt < maxRetries {
 			// Reload: the winner may have been this very command (same key), or the command may
 			// still apply to the newer state.
@@ -472,9 +476,25 @@ func (h *Handler) meta(actor domain.Principal, commandID, key, hash, correlation
 	}
 }
 
-// append appends evs to stream under meta; the events' ids derive from idBase and their index
-// (eventstore.DeterministicID), so a retried command produces the same ids.
-func (h *Handler) append(ctx context.Context, stream string, exp eventstore.ExpectedRevision, evs []domain.Event, meta domain.Metadata, idBase string) (eventstore.AppendResult, error) {
+// eventIDs names the events of an append: each id derives from base and the event's index
+// (eventstore.DeterministicID), so a retried command produces the same ids. With a lead (a UUIDv7
+// inquiry id), an id takes the lead's time and version, so the log's index of event ids grows at
+// its end.
+type eventIDs struct {
+	base string
+	lead domain.InquiryID
+}
+
+func (e eventIDs) id(i int) string {
+	id := eventstore.DeterministicID(e.base, i)
+	if len(e.lead) == len(id) {
+		return string(e.lead[:18]) + id[18:]
+	}
+	return id
+}
+
+// append appends evs to stream under meta, with the ids ids names.
+func (h *Handler) append(ctx context.Context, stream string, exp eventstore.ExpectedRevision, evs []domain.Event, meta domain.Metadata, ids eventIDs) (eventstore.AppendResult, error) {
 	mb, err := json.Marshal(meta)
 	if err != nil {
 		return eventstore.AppendResult{}, err
@@ -485,7 +505,7 @@ func (h *Handler) append(ctx context.Context, stream string, exp eventstore.Expe
 		if err != nil {
 			return eventstore.AppendResult{}, err
 		}
-		data[i] = eventstore.EventData{ID: eventstore.DeterministicID(idBase, i), Type: typ, Data: b, Metadata: mb}
+		data[i] = eventstore.EventData{ID: ids.id(i), Type: typ, Data: b, Metadata: mb}
 	}
 	return h.Store.Append(ctx, stream, exp, data)
 }

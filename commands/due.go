@@ -187,7 +187,7 @@ func (h *Handler) setPolicy(ctx context.Context, tenant domain.TenantID, actor d
 		return eventstore.Position{}, err
 	}
 	meta := h.meta(actor, prefix+h.NewID(), "", "", correlation)
-	res, err := h.append(ctx, stream, eventstore.Any(), []domain.Event{e}, meta, meta.CommandID)
+	res, err := h.append(ctx, stream, eventstore.Any(), []domain.Event{e}, meta, eventIDs{base: meta.CommandID})
 	if err != nil {
 		return eventstore.Position{}, err
 	}

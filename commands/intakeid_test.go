@@ -48,6 +48,15 @@ func TestIntakeIDsGrowWithTime(t *testing.T) {
 	if !slices.IsSorted(ids) {
 		t.Fatalf("ids made in order do not sort in order: %v", ids)
 	}
+	all, err := tb.store.ReadAll(t.Context(), eventstore.Start, 0)
+	if err != nil || len(all) != len(ids) {
+		t.Fatalf("log has %d events (%v), want %d", len(all), err, len(ids))
+	}
+	for i, e := range all {
+		if e.ID[:18] != ids[i][:18] || e.ID == ids[i] {
+			t.Fatalf("event %s of inquiry %s: its id must lead with the inquiry's time and differ from it", e.ID, ids[i])
+		}
+	}
 	if r := tb.receive(t, "k2"); string(r.InquiryID) != ids[2] || !r.Replayed {
 		t.Fatalf("redelivery got %s (replayed %v), want %s", r.InquiryID, r.Replayed, ids[2])
 	}
