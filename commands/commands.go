@@ -36,7 +36,8 @@ type Principals interface {
 type Handler struct {
 	Store      eventstore.Store
 	Principals Principals
-	// Secret keys derived inquiry ids and receipts; it must be the same for every replica.
+	// Secret keys the names intakes claim and their receipts; it must be the same for every
+	// replica.
 	Secret []byte
 	Now    func() time.Time
 	NewID  func() string

@@ -243,8 +243,8 @@ func (s *Store) Authenticate(ctx context.Context, token string) (domain.Principa
 	return p, nil
 }
 
-// Secret returns the instance secret used to derive inquiry ids and receipts, creating it on first
-// use. Every process on the same database sees the same secret.
+// Secret returns the instance secret used to derive the names intakes claim and their receipts,
+// creating it on first use. Every process on the same database sees the same secret.
 func (s *Store) Secret(ctx context.Context) ([]byte, error) {
 	var v string
 	err := s.db.QueryRowContext(ctx, `SELECT value FROM settings WHERE key = 'instance_secret'`).Scan(&v)
