@@ -62,14 +62,15 @@ type appendGroup struct {
 }
 
 type insertCall struct {
-	ctx    context.Context
-	stream string
-	query  string
-	args   []any
-	res    eventstore.AppendResult
-	n      int
-	err    error
-	done   chan struct{}
+	ctx context.Context
+	// order is what a batch orders the statement by: the name it claims, else its stream.
+	order string
+	query string
+	args  []any
+	res   eventstore.AppendResult
+	n     int
+	err   error
+	done  chan struct{}
 }
 
 // GroupStats implements the counters of sqldb.GroupStats for the store's appends.
@@ -85,9 +86,9 @@ func (s *Store) GroupStats() sqldb.GroupStats {
 // and returns once that transaction has ended. When ctx ends while the append is still queued, it
 // returns ctx.Err() and the statement is never sent; once taken, its outcome is awaited (the
 // statement runs without ctx's cancellation: ending one caller must not abort the others' batch).
-func (s *Store) insertGrouped(ctx context.Context, stream, query string, args []any) (eventstore.AppendResult, int, error) {
+func (s *Store) insertGrouped(ctx context.Context, order, query string, args []any) (eventstore.AppendResult, int, error) {
 	g := &s.group
-	me := &insertCall{ctx: context.WithoutCancel(ctx), stream: stream, query: query, args: args, done: make(chan struct{})}
+	me := &insertCall{ctx: context.WithoutCancel(ctx), order: order, query: query, args: args, done: make(chan struct{})}
 	g.mu.Lock()
 	g.queue = append(g.queue, me)
 	if g.writers < g.max {
@@ -138,10 +139,12 @@ func (s *Store) writeGroups() {
 }
 
 // sendGroup runs batch's statements in one transaction, or each alone when the server refused
-// one of them. The statements go in the order of their streams (appends to one stream in arrival
-// order): every transaction then takes the locks of new streams' rows in one order, so two
-// batches that insert the same streams (one intake retried at two replicas) wait for each other
-// instead of deadlocking, and the second is refused at once rather than after deadlock_timeout.
+// one of them. The statements go in the order of what they contend for (appends to one stream in
+// arrival order): the name an append claims, else its stream. Every transaction then takes the
+// locks of those rows in one order, so two batches that insert the same claims or new streams
+// (one intake retried at two replicas) wait for each other instead of deadlocking, and the second
+// is refused at once rather than after deadlock_timeout. (A claiming append's own stream is new
+// and named by a random id: no other append contends for it.)
 func (s *Store) sendGroup(batch []*insertCall) {
 	deadline := time.Now().Add(s.group.timeout)
 	alone := func(c *insertCall) {
@@ -165,7 +168,7 @@ func (s *Store) sendGroup(batch []*insertCall) {
 		alone(batch[0])
 		return
 	}
-	slices.SortStableFunc(batch, func(a, b *insertCall) int { return strings.Compare(a.stream, b.stream) })
+	slices.SortStableFunc(batch, func(a, b *insertCall) int { return strings.Compare(a.order, b.order) })
 	b := &pgx.Batch{}
 	for _, c := range batch {
 		b.Queue(c.query, c.args...)

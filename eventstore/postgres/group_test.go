@@ -242,6 +242,70 @@ func TestGroupRefusalFailsOnlyItsOwnAppend(t *testing.T) {
 	}
 }
 
+// TestGroupOrdersClaimingAppendsByTheirClaims: a batch sends claiming appends in the order of the
+// names they claim, not of their (new, uncontended) streams, so two batches claiming the same
+// names take their locks in one order.
+func TestGroupOrdersClaimingAppendsByTheirClaims(t *testing.T) {
+	t.Parallel()
+	h := holdWriter(t)
+	claim := func(name string) context.Context {
+		ctx, ok := h.s.WithClaim(context.Background(), name)
+		if !ok {
+			t.Fatal("the store keeps no claims")
+		}
+		return ctx
+	}
+	errs := h.queue(t, []appendReq{
+		{stream: "c-1", expected: eventstore.NoStream(), ctx: claim("n3")},
+		{stream: "c-2", expected: eventstore.NoStream(), ctx: claim("n1")},
+		{stream: "c-3", expected: eventstore.NoStream(), ctx: claim("n2")},
+	})
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("append %d: %v", i, err)
+		}
+	}
+	got := dbStrings(t, h.s, `SELECT stream FROM events WHERE stream LIKE 'c-%' ORDER BY seq`)
+	if want := []string{"c-2", "c-2", "c-3", "c-3", "c-1", "c-1"}; !slices.Equal(got, want) {
+		t.Fatalf("the batch wrote %v, want the claims' order %v", got, want)
+	}
+	if xs := xids(t, h.s, "c-1", "c-2", "c-3"); xs["c-1"] != 1 || xs["c-2"] != 1 || xs["c-3"] != 1 {
+		t.Fatalf("transactions per stream: %v", xs)
+	}
+}
+
+// TestGroupSecondClaimFailsOnlyItsOwnAppend: two appends of one batch claiming one name: the
+// batch runs again append by append, the first claims the name, the second is refused with
+// ErrClaimed and stores nothing, and the others land.
+func TestGroupSecondClaimFailsOnlyItsOwnAppend(t *testing.T) {
+	t.Parallel()
+	h := holdWriter(t)
+	claim := func(name string) context.Context {
+		ctx, _ := h.s.WithClaim(context.Background(), name)
+		return ctx
+	}
+	errs := h.queue(t, []appendReq{
+		{stream: "d-1", expected: eventstore.NoStream(), ctx: claim("n1")},
+		{stream: "d-2", expected: eventstore.NoStream(), ctx: claim("n1")},
+		{stream: "d-3", expected: eventstore.NoStream(), ctx: claim("n2")},
+	})
+	for i, want := range []error{nil, eventstore.ErrClaimed, nil} {
+		if !errors.Is(errs[i], want) || (want == nil && errs[i] != nil) {
+			t.Errorf("append %d: err = %v, want %v", i, errs[i], want)
+		}
+	}
+	got := dbStrings(t, h.s, `SELECT stream FROM events WHERE stream LIKE 'd-%' ORDER BY seq`)
+	if want := []string{"d-1", "d-1", "d-3", "d-3"}; !slices.Equal(got, want) {
+		t.Fatalf("the batch wrote %v, want %v", got, want)
+	}
+	if claimed, err := h.s.Claimed(t.Context(), "n1"); err != nil || claimed != "d-1" {
+		t.Fatalf("n1 claimed by %q (%v), want d-1", claimed, err)
+	}
+	if st := h.s.GroupStats(); st.Retried != 1 {
+		t.Errorf("GroupStats = %+v, want the batch retried once", st)
+	}
+}
+
 // An append whose caller gives up while it is queued is never sent.
 func TestGroupAbandonedAppendIsNotSent(t *testing.T) {
 	t.Parallel()

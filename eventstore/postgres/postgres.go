@@ -298,8 +298,9 @@ func (s *Store) Append(ctx context.Context, stream string, expected eventstore.E
 	if len(cs) > 0 {
 		query, args = withCompanions(query, args, cs, stream)
 	}
+	order := lockOrder(stream, cs)
 	for {
-		res, n, err := s.insertGrouped(ctx, stream, query, args)
+		res, n, err := s.insertGrouped(ctx, order, query, args)
 		var pgErr *pgconn.PgError
 		if taken := companionTaken(err, cs); taken != nil {
 			return eventstore.AppendResult{}, taken
@@ -375,6 +376,20 @@ func withCompanions(query string, args []any, cs []*eventstore.Companion, stream
 	b.WriteString(`
 	SELECT xid, seq, revision FROM ins`)
 	return b.String(), args
+}
+
+// lockOrder is what a batch orders an append's statement by (sendGroup): the name it claims,
+// else its stream.
+func lockOrder(stream string, cs []*eventstore.Companion) string {
+	for _, c := range cs {
+		if c.Table != eventstore.ClaimsTable {
+			continue
+		}
+		if name, ok := c.Values(stream)[0].(string); ok {
+			return name
+		}
+	}
+	return stream
 }
 
 // companionTaken returns the Taken error of the companion whose row violated a unique constraint of
