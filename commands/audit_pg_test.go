@@ -15,12 +15,10 @@ import (
 	"github.com/casebook/casebook/tenancy"
 )
 
-// TestAcceptedEntryInItsAppendOnPostgres: on Postgres, with the event store on the audit log's pool,
-// an accepted command's entry is written by its append's own statement (no grouped write of its
-// own; the entry and the event share one transaction); a replay's entry is written afterwards; and when the entry cannot be written the append
-// fails with it, so nothing is accepted unaudited.
-func TestAcceptedEntryInItsAppendOnPostgres(t *testing.T) {
-	t.Parallel()
+// onPostgres opens a Postgres event store on a fresh schema, with tenant acme and a handler on it
+// whose clock is now.
+func onPostgres(t *testing.T, now func() time.Time) (*sqldb.DB, *postgres.Store, *commands.Handler, domain.TenantID) {
+	t.Helper()
 	ctx := t.Context()
 	db, err := sqldb.OpenPostgres(ctx, pgtest.URL(t))
 	if err != nil {
@@ -42,7 +40,18 @@ func TestAcceptedEntryInItsAppendOnPostgres(t *testing.T) {
 	}
 	var seq atomic.Int64
 	h := &commands.Handler{Store: store, Principals: ten, Secret: []byte("test-secret"),
-		Now: func() time.Time { return auditTime }, NewID: func() string { return fmt.Sprintf("id-%d", seq.Add(1)) }}
+		Now: now, NewID: func() string { return fmt.Sprintf("id-%d", seq.Add(1)) }}
+	return db, store, h, tn.ID
+}
+
+// TestAcceptedEntryInItsAppendOnPostgres: on Postgres, with the event store on the audit log's pool,
+// an accepted command's entry is written by its append's own statement (no grouped write of its
+// own; the entry and the event share one transaction); a replay's entry is written afterwards; and when the entry cannot be written the append
+// fails with it, so nothing is accepted unaudited.
+func TestAcceptedEntryInItsAppendOnPostgres(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	db, _, h, tn := onPostgres(t, func() time.Time { return auditTime })
 	l, err := commands.NewAuditLog(ctx, db)
 	if err != nil {
 		t.Fatal(err)
@@ -50,7 +59,7 @@ func TestAcceptedEntryInItsAppendOnPostgres(t *testing.T) {
 	a := &commands.Audited{Next: h, Sink: l, Now: func() time.Time { return auditTime }}
 
 	c := intake("with-append")
-	c.Tenant = tn.ID
+	c.Tenant = tn
 	before := db.GroupStats().Calls
 	res, err := a.Intake(ctx, c)
 	if err != nil {
@@ -66,7 +75,7 @@ func TestAcceptedEntryInItsAppendOnPostgres(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := db.QueryRowContext(ctx, `SELECT xid::text::bigint % 4294967296 FROM events WHERE stream = $1`,
-		eventstore.InquiryStream(tn.ID, res.InquiryID)).Scan(&eventTx); err != nil {
+		eventstore.InquiryStream(tn, res.InquiryID)).Scan(&eventTx); err != nil {
 		t.Fatal(err)
 	}
 	if entryTx != eventTx {
@@ -75,12 +84,12 @@ func TestAcceptedEntryInItsAppendOnPostgres(t *testing.T) {
 	if _, err := a.Intake(ctx, c); err != nil { // replayed: nothing appended, entry written after
 		t.Fatal(err)
 	}
-	got, err := l.Entries(ctx, tn.ID, 10)
+	got, err := l.Entries(ctx, tn, 10)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(got) != 2 || got[0].Outcome != commands.OutcomeAccepted || got[0].InquiryID != res.InquiryID ||
-		got[0].Command != "intake" || got[0].Actor != domain.System(tn.ID, string(c.Source)).ID ||
+		got[0].Command != "intake" || got[0].Actor != domain.System(tn, string(c.Source)).ID ||
 		got[1].Outcome != commands.OutcomeReplayed || got[1].InquiryID != res.InquiryID {
 		t.Fatalf("entries %+v, want accepted then replayed for %s", got, res.InquiryID)
 	}
@@ -89,7 +98,7 @@ func TestAcceptedEntryInItsAppendOnPostgres(t *testing.T) {
 		t.Fatal(err)
 	}
 	c = intake("unauditable")
-	c.Tenant = tn.ID
+	c.Tenant = tn
 	if _, err := a.Intake(ctx, c); err == nil {
 		t.Fatal("an intake whose audit entry cannot be written was accepted")
 	}

@@ -6,18 +6,13 @@ import (
 	"fmt"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/casebook/casebook/commands"
 	"github.com/casebook/casebook/domain"
 	"github.com/casebook/casebook/eventstore"
-	"github.com/casebook/casebook/eventstore/postgres"
 	"github.com/casebook/casebook/eventstore/sqlite"
-	"github.com/casebook/casebook/internal/pgtest"
-	"github.com/casebook/casebook/internal/sqldb"
-	"github.com/casebook/casebook/tenancy"
 )
 
 // TestIntakeIDsGrowWithTime: an inquiry's id is a UUIDv7 of the moment it was made, so ids made
@@ -152,28 +147,8 @@ func TestInquiriesMadeBeforeClaimsAreFoundByTheirRedelivery(t *testing.T) {
 func TestIntakeConcurrentDuplicatesOnPostgres(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	db, err := sqldb.OpenPostgres(ctx, pgtest.URL(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = db.Close() })
-	store, err := postgres.New(ctx, db.PgxPool(), postgres.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = store.Close() })
-	ten, err := tenancy.New(ctx, db, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tn, _, _, err := ten.CreateTenant(ctx, "acme")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var seq atomic.Int64
-	h := &commands.Handler{Store: store, Principals: ten, Secret: []byte("test-secret"),
-		Now: time.Now, NewID: func() string { return fmt.Sprintf("id-%d", seq.Add(1)) }}
-	ids := deliverAtOnce(ctx, t, h, tn.ID, 16)
+	_, store, h, tenant := onPostgres(t, time.Now)
+	ids := deliverAtOnce(ctx, t, h, tenant, 16)
 	for _, id := range ids {
 		if id != ids[0] {
 			t.Fatalf("deliveries got different inquiries: %v", ids)

@@ -242,19 +242,21 @@ func TestGroupRefusalFailsOnlyItsOwnAppend(t *testing.T) {
 	}
 }
 
+// claimer returns a function giving the context under which an append claims name.
+func (h *heldWriter) claimer() func(name string) context.Context {
+	return func(name string) context.Context {
+		ctx, _ := h.s.WithClaim(context.Background(), name)
+		return ctx
+	}
+}
+
 // TestGroupOrdersClaimingAppendsByTheirClaims: a batch sends claiming appends in the order of the
 // names they claim, not of their (new, uncontended) streams, so two batches claiming the same
 // names take their locks in one order.
 func TestGroupOrdersClaimingAppendsByTheirClaims(t *testing.T) {
 	t.Parallel()
 	h := holdWriter(t)
-	claim := func(name string) context.Context {
-		ctx, ok := h.s.WithClaim(context.Background(), name)
-		if !ok {
-			t.Fatal("the store keeps no claims")
-		}
-		return ctx
-	}
+	claim := h.claimer()
 	errs := h.queue(t, []appendReq{
 		{stream: "c-1", expected: eventstore.NoStream(), ctx: claim("n3")},
 		{stream: "c-2", expected: eventstore.NoStream(), ctx: claim("n1")},
@@ -280,10 +282,7 @@ func TestGroupOrdersClaimingAppendsByTheirClaims(t *testing.T) {
 func TestGroupSecondClaimFailsOnlyItsOwnAppend(t *testing.T) {
 	t.Parallel()
 	h := holdWriter(t)
-	claim := func(name string) context.Context {
-		ctx, _ := h.s.WithClaim(context.Background(), name)
-		return ctx
-	}
+	claim := h.claimer()
 	errs := h.queue(t, []appendReq{
 		{stream: "d-1", expected: eventstore.NoStream(), ctx: claim("n1")},
 		{stream: "d-2", expected: eventstore.NoStream(), ctx: claim("n1")},
