@@ -101,27 +101,43 @@ func (s *Store) Append(ctx context.Context, stream string, expected eventstore.E
 	}
 	var res eventstore.AppendResult
 	err := sqldb.Group(ctx, s.db, func(ctx context.Context, tx *sqldb.Tx) error {
-		var last sql.NullInt64
-		if err := tx.QueryRowContext(ctx, `SELECT max(revision) FROM events WHERE stream = ?`, stream).Scan(&last); err != nil {
-			return err
+		last := func() (int64, error) {
+			var last sql.NullInt64
+			if err := tx.QueryRowContext(ctx, `SELECT max(revision) FROM events WHERE stream = ?`, stream).Scan(&last); err != nil {
+				return 0, err
+			}
+			if !last.Valid {
+				return -1, nil
+			}
+			return last.Int64, nil
 		}
+		// A new stream's append reads nothing first: the (stream, revision) key refuses its
+		// revision 0 when the stream exists. (Streams are never shortened.)
 		next := uint64(0)
-		actual := int64(-1)
-		if last.Valid {
-			next, actual = uint64(last.Int64)+1, last.Int64
-		}
-		if !expected.Check(next) {
-			return &eventstore.AppendError{Stream: stream, Expected: expected, Actual: actual, Err: eventstore.ErrConcurrency}
+		if !expected.IsNoStream() {
+			actual, err := last()
+			if err != nil {
+				return err
+			}
+			next = uint64(actual + 1)
+			if !expected.Check(next) {
+				return &eventstore.AppendError{Stream: stream, Expected: expected, Actual: actual, Err: eventstore.ErrConcurrency}
+			}
 		}
 		at := s.now().UnixNano()
 		for i, e := range events {
 			r, err := tx.ExecContext(ctx, `INSERT INTO events (id, stream, revision, type, data, metadata, recorded_at)
 				VALUES (?, ?, ?, ?, ?, ?, ?)`, e.ID, stream, next+uint64(i), e.Type, e.Data, nonNil(e.Metadata), at)
 			if err != nil {
-				// The id is derived from the command and its position: a duplicate is this very
-				// write racing itself, a conflict like (stream, revision).
+				// A taken (stream, revision) is a failed condition. The id is derived from the
+				// command and its position: a duplicate is this very write racing itself, a
+				// conflict like (stream, revision).
 				if sqldb.IsUniqueViolation(err) {
-					return &eventstore.AppendError{Stream: stream, Expected: expected, Actual: -2, Err: eventstore.ErrConcurrency}
+					actual := int64(-2)
+					if n, lerr := last(); lerr == nil && n >= 0 && expected.IsNoStream() {
+						actual = n
+					}
+					return &eventstore.AppendError{Stream: stream, Expected: expected, Actual: actual, Err: eventstore.ErrConcurrency}
 				}
 				return fmt.Errorf("eventstore/sqlite: insert event %s: %w", e.ID, err)
 			}

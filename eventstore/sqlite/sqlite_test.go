@@ -21,6 +21,29 @@ func TestConformance(t *testing.T) {
 	}, eventstoretest.Features{SubscribeBatch: sqlite.SubscribeBatch, Count: eventstoretest.CountExact, Claims: true})
 }
 
+// TestNewStreamAppendReadsNothingFirst: an append that creates its stream runs its inserts only
+// (the (stream, revision) key is its check); when the stream exists it fails with ErrConcurrency,
+// stores nothing, and reports the stream's last revision.
+func TestNewStreamAppendReadsNothingFirst(t *testing.T) {
+	t.Parallel()
+	db, s := eventstoretest.SQLite(t)
+	before := db.Statements()
+	if _, err := s.Append(t.Context(), "s-1", eventstore.NoStream(), eventstoretest.Events("a", 2)); err != nil {
+		t.Fatal(err)
+	}
+	if n := db.Statements() - before; n != 2 {
+		t.Fatalf("a new stream's append of 2 events ran %d statements, want its 2 inserts", n)
+	}
+	_, err := s.Append(t.Context(), "s-1", eventstore.NoStream(), eventstoretest.Events("b", 1))
+	var ae *eventstore.AppendError
+	if !errors.As(err, &ae) || !errors.Is(err, eventstore.ErrConcurrency) || ae.Actual != 1 {
+		t.Fatalf("no-stream append to an existing stream: %v, want a conflict reporting revision 1", err)
+	}
+	if evs, err := s.ReadStream(t.Context(), "s-1", 0, 0); err != nil || len(evs) != 2 {
+		t.Fatalf("stream holds %d events (%v), want 2", len(evs), err)
+	}
+}
+
 // TestClaimsMigrationClaimsEarlierInquiries: see eventstoretest.EarlierStreamsClaimed.
 func TestClaimsMigrationClaimsEarlierInquiries(t *testing.T) {
 	t.Parallel()
