@@ -4,7 +4,6 @@ import (
 	"testing"
 
 	"github.com/casebook/casebook/app"
-
 	"github.com/casebook/casebook/app/apptest"
 	"github.com/casebook/casebook/commands"
 	"github.com/casebook/casebook/domain"
