@@ -28,5 +28,5 @@ const ClaimsTable = "stream_claims"
 // ClaimCompanion is the Companion that claims name on a store writing companions on handle.
 func ClaimCompanion(handle any, name string) *Companion {
 	return &Companion{Handle: handle, Table: ClaimsTable, Columns: []string{"name", "stream"},
-		Values: func(stream string) []any { return []any{name, stream} }, Taken: ErrClaimed}
+		Values: func(stream string) []any { return []any{name, stream} }, Taken: ErrClaimed, Order: name}
 }

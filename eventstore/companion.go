@@ -18,6 +18,10 @@ type Companion struct {
 	// Taken, when set, is the error the append fails with when the row violates a unique
 	// constraint of Table (the row is there already); the append then stores nothing.
 	Taken error
+	// Order, when set, is the row's unique value that concurrent appends contend for (a claim's
+	// name): a store that writes several appends in one transaction orders them by it instead of
+	// by their streams, so that two such transactions take their locks in one order.
+	Order string
 }
 
 // CompanionWriter is implemented by stores that write companions: WritesCompanionsOn reports

@@ -378,15 +378,12 @@ func withCompanions(query string, args []any, cs []*eventstore.Companion, stream
 	return b.String(), args
 }
 
-// lockOrder is what a batch orders an append's statement by (sendGroup): the name it claims,
-// else its stream.
+// lockOrder is what a batch orders an append's statement by (sendGroup): its first companion's
+// Order (a claim's name), else its stream.
 func lockOrder(stream string, cs []*eventstore.Companion) string {
 	for _, c := range cs {
-		if c.Table != eventstore.ClaimsTable {
-			continue
-		}
-		if name, ok := c.Values(stream)[0].(string); ok {
-			return name
+		if c.Order != "" {
+			return c.Order
 		}
 	}
 	return stream
