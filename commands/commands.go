@@ -20,7 +20,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/casebook/casebook/domain"
@@ -132,11 +131,9 @@ func (h *Handler) Intake(ctx context.Context, c Intake) (IntakeResult, error) {
 	if auto {
 		id = h.newInquiryID()
 	} else if claims, ok := h.Store.(eventstore.Claimer); ok {
-		claim = eventstore.InquiryStream(c.Tenant, derived)
-		if appendCtx, ok = claims.WithClaim(ctx, claim); ok {
-			id = h.newInquiryID()
-		} else {
-			claim = ""
+		name := eventstore.InquiryStream(c.Tenant, derived)
+		if cctx, ok := claims.WithClaim(ctx, name); ok {
+			id, claim, appendCtx = h.newInquiryID(), name, cctx
 		}
 	}
 	evs, err := domain.Receive(domain.NewInquiry{
@@ -242,9 +239,7 @@ func (h *Handler) newInquiryID() domain.InquiryID {
 	for i := range 6 {
 		b[i] = byte(ms >> (40 - 8*i))
 	}
-	b[6] = (b[6] & 0x0f) | 0x70
-	b[8] = (b[8] & 0x3f) | 0x80
-	return domain.InquiryID(fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16]))
+	return domain.InquiryID(formatUUID(b[:], 7))
 }
 
 // SubmitterKey is the idempotency key an authenticated submitter's key is recorded under: keys
@@ -539,9 +534,12 @@ func fingerprint(parts ...any) string {
 	return base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(sum[:16])
 }
 
-func uuidFrom(sum []byte) string {
-	b := append([]byte(nil), sum[:16]...)
-	b[6] = (b[6] & 0x0f) | 0x80
+func uuidFrom(sum []byte) string { return formatUUID(sum[:16], 8) }
+
+// formatUUID formats b's first 16 bytes as a UUID of version (RFC 9562's variant).
+func formatUUID(b []byte, version byte) string {
+	b = append([]byte(nil), b[:16]...)
+	b[6] = (b[6] & 0x0f) | version<<4
 	b[8] = (b[8] & 0x3f) | 0x80
-	return strings.ToLower(fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16]))
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
 }

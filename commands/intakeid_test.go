@@ -179,3 +179,15 @@ func deliverAtOnce(ctx context.Context, t *testing.T, h *commands.Handler, tenan
 	wg.Wait()
 	return ids
 }
+
+// TestDerivedNamesDoNotChange: the id and receipt derived from an intake's key name the claims
+// and streams of inquiries already stored; a change to the derivation would make their
+// redeliveries second inquiries. The values were derived before inquiry ids grew with time.
+func TestDerivedNamesDoNotChange(t *testing.T) {
+	t.Parallel()
+	h := &commands.Handler{Secret: []byte("test-secret")}
+	id, receipt := h.IntakeID("7a0e3f52-7d0c-4c1e-9a57-2f5b0c8f3d11", domain.SourcePublicForm, "key-1")
+	if id != "1eeecf29-37ba-878c-9be9-4c679c5d0ea2" || receipt != "CB-4DI7LBX5Z2KS3DCJ" {
+		t.Fatalf("IntakeID = %s, %s; the derivation changed", id, receipt)
+	}
+}
