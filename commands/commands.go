@@ -123,7 +123,7 @@ func (h *Handler) Intake(ctx context.Context, c Intake) (IntakeResult, error) {
 		}
 	}
 	identity := intakeIdentity(c.Tenant, c.Source, c.IdempotencyKey)
-	derived, receipt := h.IntakeID(c.Tenant, c.Source, c.IdempotencyKey)
+	derived, receipt := h.derive(identity)
 	// The inquiry's id grows with time, so each per-inquiry index takes it at its end, unless
 	// the store keeps no claims: then a keyed intake's id is the derived one, and the stream's
 	// own "no stream" condition catches a redelivery.
@@ -257,7 +257,11 @@ func intakeIdentity(tenant domain.TenantID, source domain.Source, key string) st
 // inquiry), and is the inquiry's own on a store that keeps no claims, so a redelivery lands on
 // the same inquiry.
 func (h *Handler) IntakeID(tenant domain.TenantID, source domain.Source, key string) (domain.InquiryID, string) {
-	identity := intakeIdentity(tenant, source, key)
+	return h.derive(intakeIdentity(tenant, source, key))
+}
+
+// derive is IntakeID of an intake's identity (intakeIdentity).
+func (h *Handler) derive(identity string) (domain.InquiryID, string) {
 	return domain.InquiryID(uuidFrom(h.mac("inquiry", identity))),
 		"CB-" + base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(h.mac("receipt", identity)[:10])
 }
