@@ -22,7 +22,10 @@ type Claimer interface {
 	Claimed(ctx context.Context, name string) (string, error)
 }
 
-// ClaimsTable is the table the SQL stores keep claims in: name (the key) and stream.
+// ClaimsTable is the table the SQL stores keep claims in: name (the key) and stream. The migration
+// that creates it also claims, for every inquiry stream already in the log, the stream's own name:
+// those streams were named by the id their intake derived from its idempotency key, which is the
+// name an intake claims, so a redelivery after the upgrade still finds its inquiry.
 const ClaimsTable = "stream_claims"
 
 // ClaimCompanion is the Companion that claims name on a store writing companions on handle.

@@ -83,9 +83,7 @@ CREATE TABLE events (
 	CONSTRAINT events_id_key UNIQUE (id)
 )`}, {Version: 2, Postgres: claimsMigration}}
 
-// claimsMigration creates the claims table (eventstore.Claimer). Every inquiry stream created before
-// it was named by the id its intake derived from its idempotency key, which is the name an intake
-// claims: each such stream claims its own name, so a retried intake still finds its inquiry.
+// claimsMigration creates eventstore.ClaimsTable and claims the earlier inquiry streams (see there).
 const claimsMigration = `
 CREATE TABLE stream_claims (
 	name   text NOT NULL PRIMARY KEY,

@@ -39,9 +39,7 @@ CREATE TABLE IF NOT EXISTS events (
 	UNIQUE (stream, revision)
 )`}, {Version: 2, SQL: claimsMigration}}
 
-// claimsMigration creates the claims table (eventstore.Claimer). Every inquiry stream created before
-// it was named by the id its intake derived from its idempotency key, which is the name an intake
-// claims: each such stream claims its own name, so a retried intake still finds its inquiry.
+// claimsMigration creates eventstore.ClaimsTable and claims the earlier inquiry streams (see there).
 const claimsMigration = `
 CREATE TABLE IF NOT EXISTS stream_claims (
 	name   TEXT NOT NULL PRIMARY KEY,
