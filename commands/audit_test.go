@@ -16,6 +16,7 @@ import (
 
 	"github.com/casebook/casebook/commands"
 	"github.com/casebook/casebook/domain"
+	"github.com/casebook/casebook/eventstore"
 	"github.com/casebook/casebook/internal/dbtest"
 	"github.com/casebook/casebook/internal/sqldb"
 	"github.com/casebook/casebook/queries"
@@ -352,11 +353,18 @@ func TestAcceptedEntryCommitsWithItsAppend(t *testing.T) {
 	}
 	c = intake("unauditable")
 	c.Tenant = tb.tenant
+	logged, err := tb.store.ReadAll(ctx, eventstore.Start, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if _, err := a.Intake(ctx, c); err == nil {
 		t.Fatal("an intake whose audit entry cannot be written was accepted")
 	}
 	if id, _, err := tb.h.FindIntake(ctx, tb.tenant, c.Source, c.IdempotencyKey); !errors.Is(err, domain.ErrNotFound) {
 		t.Fatalf("the refused intake made inquiry %s (%v), want none", id, err)
+	}
+	if after, err := tb.store.ReadAll(ctx, eventstore.Start, 0); err != nil || len(after) != len(logged) {
+		t.Fatalf("the refused intake appended: log of %d events, then %d (%v)", len(logged), len(after), err)
 	}
 }
 
