@@ -23,8 +23,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/jackc/pgx/v5/stdlib" // registers the "pgx" driver
-	"modernc.org/sqlite"             // registers the pure-Go "sqlite" driver
+	"modernc.org/sqlite" // registers the pure-Go "sqlite" driver
 	sqlite3 "modernc.org/sqlite/lib"
 )
 
@@ -284,10 +283,11 @@ func InTx(ctx context.Context, db *DB, fn func(*sql.Tx) error) error {
 // part in it.
 type Tx struct {
 	*sql.Tx
-	conn   *sql.Conn
-	db     *DB
-	pages  uint64
-	waited time.Duration
+	conn     *sql.Conn
+	db       *DB
+	pages    uint64
+	waited   time.Duration
+	atCommit []atCommit // Postgres: sent with COMMIT (ExecAtCommit)
 }
 
 // Pages is how many pages the transaction wrote to SQLite's write-ahead log, known once InConnTx
@@ -321,7 +321,7 @@ func InConnTx(ctx context.Context, db *DB, fn func(*Tx) error) error {
 		t.pages = db.countPages(conn, true)
 		return err
 	}
-	err = tx.Commit()
+	err = t.commit()
 	t.pages = db.countPages(conn, true)
 	return err
 }
@@ -388,11 +388,11 @@ func (t *Tx) CopyFrom(ctx context.Context, table string, columns []string, rows 
 	}
 	stmt := "COPY " + pgx.Identifier{table}.Sanitize() + " (" + strings.Join(cols, ", ") + ") FROM STDIN WITH (FORMAT binary)"
 	return t.conn.Raw(func(dc any) error {
-		c, ok := dc.(*stdlib.Conn)
+		c, ok := pgxConnOf(dc)
 		if !ok {
 			return fmt.Errorf("sqldb: copy: unexpected driver connection %T", dc)
 		}
-		tag, err := c.Conn().PgConn().CopyFrom(ctx, rows.reader(), stmt)
+		tag, err := c.PgConn().CopyFrom(ctx, rows.reader(), stmt)
 		if err != nil {
 			return fmt.Errorf("copy into %s: %w", table, err)
 		}
@@ -480,7 +480,7 @@ func OpenPostgres(ctx context.Context, url string) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("postgres: open: %w", err)
 	}
-	db := stdlib.OpenDBFromPool(pool) // idle connections stay in the pool, for every user of it
+	db := openPipelined(pool) // idle connections stay in the pool, for every user of it
 	if err := db.PingContext(ctx); err != nil {
 		_ = db.Close()
 		pool.Close()

@@ -1,0 +1,111 @@
+package sqldb_test
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/casebook/casebook/internal/dbtest"
+	"github.com/casebook/casebook/internal/sqldb"
+)
+
+// TestExecAtCommitRunsWithTheCommit: queued statements run, in order, when the transaction
+// commits; on Postgres the transaction has taken no transaction id before then (it holds back no
+// reader of the event log while it runs).
+func TestExecAtCommitRunsWithTheCommit(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *sqldb.DB) {
+		ctx := t.Context()
+		if _, err := db.ExecContext(ctx, `CREATE TABLE queued (n BIGINT PRIMARY KEY, note TEXT NOT NULL)`); err != nil {
+			t.Fatal(err)
+		}
+		err := sqldb.InConnTx(ctx, db, func(tx *sqldb.Tx) error {
+			for _, q := range []string{`INSERT INTO queued (n, note) VALUES (?, ?)`, `UPDATE queued SET note = note || ? WHERE n = 1`} {
+				args := []any{1, "first"}
+				if q[0] == 'U' {
+					args = []any{", then second"}
+				}
+				if err := tx.ExecAtCommit(ctx, db.Rebind(q), args...); err != nil {
+					return err
+				}
+			}
+			if db.Dialect != sqldb.Postgres {
+				return nil
+			}
+			var none bool
+			if err := tx.QueryRowContext(ctx, `SELECT pg_current_xact_id_if_assigned() IS NULL`).Scan(&none); err != nil {
+				return err
+			}
+			if !none {
+				t.Error("the transaction took an id before its commit: a queued statement ran early")
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var note string
+		if err := db.QueryRowContext(ctx, `SELECT note FROM queued WHERE n = 1`).Scan(&note); err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff("first, then second", note); diff != "" {
+			t.Fatalf("row after commit (-want +got):\n%s", diff)
+		}
+	})
+}
+
+// TestExecAtCommitFailureRollsBack: a queued statement the database refuses fails the commit and
+// takes the transaction's other writes with it; the error says so on Postgres and wraps the
+// database's; the connection serves the next transaction.
+func TestExecAtCommitFailureRollsBack(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *sqldb.DB) {
+		ctx := t.Context()
+		if _, err := db.ExecContext(ctx, `CREATE TABLE queued (n BIGINT PRIMARY KEY)`); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.ExecContext(ctx, `INSERT INTO queued (n) VALUES (1)`); err != nil {
+			t.Fatal(err)
+		}
+		err := sqldb.InConnTx(ctx, db, func(tx *sqldb.Tx) error {
+			if _, err := tx.ExecContext(ctx, `INSERT INTO queued (n) VALUES (2)`); err != nil {
+				return err
+			}
+			if err := tx.ExecAtCommit(ctx, `INSERT INTO queued (n) VALUES (1)`); err != nil {
+				return err // SQLite runs it at once
+			}
+			return tx.ExecAtCommit(ctx, `INSERT INTO queued (n) VALUES (3)`)
+		})
+		if !sqldb.IsUniqueViolation(err) {
+			t.Fatalf("InConnTx = %v, want the unique violation", err)
+		}
+		if got, want := errors.Is(err, sqldb.ErrAtCommit), db.Dialect == sqldb.Postgres; got != want {
+			t.Errorf("errors.Is(%v, ErrAtCommit) = %v, want %v", err, got, want)
+		}
+		for range 2 { // the pool may hand out the same connection: it must be out of the failed transaction
+			if err := sqldb.InConnTx(ctx, db, func(tx *sqldb.Tx) error {
+				return tx.ExecAtCommit(ctx, `UPDATE queued SET n = n + 10 WHERE n >= 10 OR n = 1`)
+			}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var ns []int64
+		rows, err := db.QueryContext(ctx, `SELECT n FROM queued ORDER BY n`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var n int64
+			if err := rows.Scan(&n); err != nil {
+				t.Fatal(err)
+			}
+			ns = append(ns, n)
+		}
+		if err := rows.Err(); err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff([]int64{21}, ns); diff != "" {
+			t.Fatalf("rows (-want +got):\n%s", diff)
+		}
+	})
+}
