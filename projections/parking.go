@@ -73,6 +73,9 @@ func applyAll(ctx context.Context, p Projection, b *Batch, evs []eventstore.Reco
 // a batch spanning several streams fails, the cause is taken to be the database, not the events,
 // and the batch fails instead. It returns how many streams it parked.
 func applyEach(ctx context.Context, p Projection, b *Batch, name string, evs []eventstore.RecordedEvent, batchErr error, now time.Time) (int, error) {
+	eager := *b
+	eager.eager = true // each event's statements run under its savepoint
+	b = &eager
 	failed, streams, parked := 0, map[string]bool{}, map[string]bool{}
 	for _, e := range evs {
 		streams[e.StreamID] = true
@@ -198,7 +201,7 @@ func Retry(ctx context.Context, db *sqldb.DB, store eventstore.Store, p Projecti
 		if skip && len(evs) > 0 && evs[0].ID == eventID {
 			evs = evs[1:]
 		}
-		b := &Batch{Tx: tx, DB: db, Gen: st.ActiveGen, Now: now, effects: &effectSink{}, conn: stx}
+		b := &Batch{Tx: tx, DB: db, Gen: st.ActiveGen, Now: now, effects: &effectSink{}, conn: stx, eager: true}
 		for _, e := range evs {
 			if cp.Less(e.Position) {
 				break

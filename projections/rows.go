@@ -39,6 +39,16 @@ func RowCounts(n, max int) []int {
 // already changed). The failed statement fails Apply, and the runtime rolls back the batch's
 // transaction (or, applying events one by one, the event's savepoint), rows and all.
 func (b *Batch) ExecRows(ctx context.Context, head, tail string, width int, args []any) error {
+	return b.execRows(ctx, head, tail, width, args, b.Exec)
+}
+
+// ExecRowsAtCommit is ExecRows with its statements run by ExecAtCommit: for rows Apply does not
+// read back.
+func (b *Batch) ExecRowsAtCommit(ctx context.Context, head, tail string, width int, args []any) error {
+	return b.execRows(ctx, head, tail, width, args, b.ExecAtCommit)
+}
+
+func (b *Batch) execRows(ctx context.Context, head, tail string, width int, args []any, exec func(context.Context, string, ...any) error) error {
 	if b.DB.Dialect == sqldb.SQLite {
 		if rest, ok := strings.CutPrefix(head, "INSERT INTO "); ok {
 			head = "INSERT OR FAIL INTO " + rest
@@ -62,7 +72,7 @@ func (b *Batch) ExecRows(ctx context.Context, head, tail string, width int, args
 	i := 0
 	for _, c := range counts {
 		q := head + " VALUES " + strings.TrimSuffix(strings.Repeat(group+", ", c), ", ") + tail
-		if err := b.Exec(ctx, q, args[i*width:(i+c)*width]...); err != nil {
+		if err := exec(ctx, q, args[i*width:(i+c)*width]...); err != nil {
 			return err
 		}
 		i += c

@@ -65,6 +65,7 @@ type Batch struct {
 	Prepared any
 	effects  *effectSink
 	conn     *sqldb.Tx
+	eager    bool // ExecAtCommit runs at once: events are being applied one by one
 }
 
 // CopyFrom bulk-loads rows into table inside the batch's transaction (see sqldb.Tx.CopyFrom). It
@@ -149,6 +150,19 @@ func (b *Batch) q() sqldb.Querier {
 		return b.conn
 	}
 	return b.Tx
+}
+
+// ExecAtCommit runs a statement written with ? placeholders at the end of the batch's transaction,
+// after Apply and in the same round trip as the checkpoint and COMMIT on Postgres (see
+// sqldb.Tx.ExecAtCommit): a batch holds a transaction id, and with it the log's visible end for
+// every reader, from its first write to its commit, so writes whose result Apply does not need
+// should go this way. Apply does not see their effect, and their failure fails the batch, which
+// is then applied event by event with each statement run at once, as with a failure in Apply.
+func (b *Batch) ExecAtCommit(ctx context.Context, query string, args ...any) error {
+	if b.eager || b.conn == nil {
+		return b.Exec(ctx, query, args...)
+	}
+	return b.conn.ExecAtCommit(ctx, b.DB.Rebind(query), args...)
 }
 
 // Exec runs a statement written with ? placeholders in the batch's transaction.
@@ -252,6 +266,8 @@ type Runner struct {
 	effects  *effectSink
 	progress chan struct{} // closed and replaced whenever the checkpoint advances
 	waiting  func()        // tests: called each time WaitFor is about to block
+	// tests: called at the end of each batch's transaction, before its commit
+	committing func(context.Context, *sqldb.Tx) error
 	// active and checkpoints share WaitFor's reads of the active generation and of a followed
 	// generation's checkpoint among concurrent waiters.
 	active      coalesce.Group[struct{}, Generation]
@@ -734,8 +750,18 @@ func (r *Runner) applyTx(ctx context.Context, l *lease, gen Generation, name str
 		if err != nil {
 			return err
 		}
-		return saveCheckpoint(ctx, r.DB, stx, name, p.evs[len(p.evs)-1].Position, r.Now())
+		// The checkpoint goes with COMMIT (one round trip on Postgres; see sqldb.Tx.ExecAtCommit).
+		if err := saveCheckpointAtCommit(ctx, r.DB, stx, name, p.evs[len(p.evs)-1].Position, r.Now()); err != nil {
+			return err
+		}
+		if r.committing != nil {
+			return r.committing(ctx, stx)
+		}
+		return nil
 	})
+	if failed == nil && errors.Is(err, sqldb.ErrAtCommit) {
+		err = &batchFailure{err: err} // an output Apply queued was refused: apply event by event
+	}
 	return parked, err
 }
 

@@ -611,3 +611,96 @@ func TestReadAwaitedBatchesHaveLanePriority(t *testing.T) {
 		})
 	}
 }
+
+// queuer writes each event with Batch.ExecAtCommit into a table whose CHECK refuses data holding
+// "poison", so on Postgres a poison event fails the batch only at its commit.
+type queuer struct{}
+
+func (queuer) Name() string     { return "queuer" }
+func (queuer) Version() int     { return 1 }
+func (queuer) Tables() []string { return []string{"queued_seen"} }
+func (queuer) Setup(ctx context.Context, db *sqldb.DB, g Generation) error {
+	_, err := db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS `+g.Table("queued_seen")+
+		` (id TEXT PRIMARY KEY, stream TEXT NOT NULL, data TEXT NOT NULL CHECK (data NOT LIKE '%poison%'))`)
+	return err
+}
+func (queuer) Apply(ctx context.Context, b *Batch) error {
+	for _, e := range b.Events {
+		if err := b.ExecAtCommit(ctx, `INSERT INTO `+b.Gen.Table("queued_seen")+` (id, stream, data) VALUES (?, ?, ?)
+			ON CONFLICT (id) DO NOTHING`, e.ID, e.StreamID, string(e.Data)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// TestQueuedOutputCommitsWithTheCheckpoint: output a projection queues with ExecAtCommit is written
+// with the batch's checkpoint and commit, so on Postgres a batch takes no transaction id (which
+// would hold back every reader of the log) before its commit; a queued write the database refuses
+// parks its event's stream like an error in Apply, and the other streams' events are written.
+func TestQueuedOutputCommitsWithTheCheckpoint(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, db *sqldb.DB) {
+		tb := newBundle(t, db)
+		r := &Runner{Store: tb.store, DB: db, Projection: queuer{}, RetryDelay: time.Millisecond, LeaseTTL: time.Hour}
+		if err := r.Setup(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		var checking atomic.Bool
+		var batches, early atomic.Int64
+		checking.Store(db.Dialect == sqldb.Postgres)
+		r.committing = func(ctx context.Context, tx *sqldb.Tx) error {
+			if !checking.Load() {
+				return nil
+			}
+			batches.Add(1)
+			var none bool
+			if err := tx.QueryRowContext(ctx, `SELECT pg_current_xact_id_if_assigned() IS NULL`).Scan(&none); err != nil {
+				return err
+			}
+			if !none {
+				early.Add(1)
+			}
+			return nil
+		}
+		tb.append(t, "inquiry-a", "a0")
+		tb.append(t, "inquiry-b", "b0")
+		run(t, r)
+		waitHead(t, r, tb.store)
+		tb.append(t, "inquiry-b", "b1")
+		waitHead(t, r, tb.store)
+		if checking.Swap(false) && (batches.Load() == 0 || early.Load() != 0) {
+			t.Fatalf("%d of %d batches took a transaction id before their commit, want 0 of at least 1", early.Load(), batches.Load())
+		}
+		tb.append(t, "inquiry-a", "poison-a1")
+		tb.append(t, "inquiry-b", "b2")
+		tb.append(t, "inquiry-a", "a2")
+		waitHead(t, r, tb.store)
+		rows, err := db.QueryContext(t.Context(), `SELECT data FROM queued_seen ORDER BY data`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		var got []string
+		for rows.Next() {
+			var d string
+			if err := rows.Scan(&d); err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, d)
+		}
+		if err := rows.Err(); err != nil {
+			t.Fatal(err)
+		}
+		if want := []string{`"a0"`, `"b0"`, `"b1"`, `"b2"`}; !slices.Equal(got, want) {
+			t.Errorf("written %v, want %v (a2 waits behind the parked poison-a1)", got, want)
+		}
+		parked, err := ListParked(t.Context(), db, queuer{}, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(parked) != 1 || parked[0].Stream != "inquiry-a" || parked[0].Revision != 1 {
+			t.Fatalf("parked = %+v, want inquiry-a at revision 1", parked)
+		}
+	})
+}

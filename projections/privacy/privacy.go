@@ -189,24 +189,25 @@ func (p *Projection) Prepare(evs []eventstore.RecordedEvent) (any, error) {
 }
 
 // Apply implements projections.Projection. An inquiry's InquiryReceived comes before its other
-// events, so the batch's inserts go first, then its other statements in event order.
+// events, so the batch's inserts go first, then its other statements in event order. Nothing is
+// read back, so every statement goes with the commit (projections.Batch.ExecAtCommit).
 func (p *Projection) Apply(ctx context.Context, b *projections.Batch) error {
 	pr, err := projections.PreparedOf[*prepared](b, p)
 	if err != nil {
 		return err
 	}
 	req, ret := b.Gen.Table("privacy_requesters"), b.Gen.Table("privacy_retention")
-	if err := b.ExecRows(ctx, `INSERT INTO `+req+` (tenant_id, email_index, inquiry_id, created_at)`,
+	if err := b.ExecRowsAtCommit(ctx, `INSERT INTO `+req+` (tenant_id, email_index, inquiry_id, created_at)`,
 		` ON CONFLICT (tenant_id, email_index, inquiry_id) DO NOTHING`, 4, pr.requesters); err != nil {
 		return err
 	}
-	if err := b.ExecRows(ctx, `INSERT INTO `+ret+` (tenant_id, inquiry_id, category)`,
+	if err := b.ExecRowsAtCommit(ctx, `INSERT INTO `+ret+` (tenant_id, inquiry_id, category)`,
 		` ON CONFLICT (tenant_id, inquiry_id) DO NOTHING`, 3, pr.retention); err != nil {
 		return err
 	}
 	tables := strings.NewReplacer("{req}", req, "{ret}", ret)
 	for _, u := range pr.updates {
-		if err := b.Exec(ctx, tables.Replace(u.q), u.args...); err != nil {
+		if err := b.ExecAtCommit(ctx, tables.Replace(u.q), u.args...); err != nil {
 			return err
 		}
 	}

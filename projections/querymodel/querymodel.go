@@ -270,10 +270,9 @@ func (q *Projection) Apply(ctx context.Context, b *projections.Batch) error {
 	}
 	err = write(ctx, b, p, p.born)
 	if !sqldb.IsUniqueViolation(err) {
-		if err != nil {
-			return err
-		}
-		return b.Exec(ctx, "RELEASE SAVEPOINT qm_born")
+		// The savepoint is left open: it commits with the transaction, and a RELEASE would cost
+		// a round trip while the batch holds its transaction id (see sqldb.Tx.ExecAtCommit).
+		return err
 	}
 	if err := b.Exec(ctx, "ROLLBACK TO SAVEPOINT qm_born"); err != nil {
 		return err

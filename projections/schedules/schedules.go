@@ -428,15 +428,15 @@ func (p *Projection) writeAll(ctx context.Context, b *projections.Batch, order [
 	return cancelGone(ctx, b, checks)
 }
 
-// upsertClocks writes clock rows with multi-row upserts; a stored clock never moves back to an
-// older version.
+// upsertClocks writes clock rows with multi-row upserts, sent with the batch's commit (the batch
+// reads no clock after writing it); a stored clock never moves back to an older version.
 func upsertClocks(ctx context.Context, b *projections.Batch, rows [][]any) error {
 	table := b.Gen.Table("sla_clock")
 	args := make([]any, 0, clockWidth*len(rows))
 	for _, r := range rows {
 		args = append(args, r...)
 	}
-	return b.ExecRows(ctx, `INSERT INTO `+table+` (`+clockColumns+`)`, `
+	return b.ExecRowsAtCommit(ctx, `INSERT INTO `+table+` (`+clockColumns+`)`, `
 		ON CONFLICT (tenant_id, inquiry_id) DO UPDATE SET version = excluded.version, state = excluded.state, status = excluded.status,
 		priority = excluded.priority, team = excluded.team, first_response_due_at = excluded.first_response_due_at,
 		resolution_due_at = excluded.resolution_due_at, first_responded_at = excluded.first_responded_at,

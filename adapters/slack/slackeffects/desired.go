@@ -17,13 +17,14 @@ type Desired struct {
 // RaiseDesired records, in an intents projection's batch, that each inquiry's Slack output must
 // show at least its version, in a table keyed by (tenant_id, inquiry_id) with a desired_version
 // column; the version never goes down. rows must not name an inquiry twice. It writes with the
-// batch's multi-row statements (projections.Batch.ExecRows), not one statement per inquiry.
+// batch's multi-row statements (projections.Batch.ExecRows), not one statement per inquiry, sent
+// with the batch's commit (ExecRowsAtCommit): the batch must not read the versions back.
 func RaiseDesired(ctx context.Context, b *projections.Batch, table string, rows []Desired) error {
 	args := make([]any, 0, 3*len(rows))
 	for _, d := range rows {
 		args = append(args, string(d.Tenant), string(d.Inquiry), int64(d.Version))
 	}
-	return b.ExecRows(ctx, `INSERT INTO `+table+` (tenant_id, inquiry_id, desired_version)`,
+	return b.ExecRowsAtCommit(ctx, `INSERT INTO `+table+` (tenant_id, inquiry_id, desired_version)`,
 		` ON CONFLICT (tenant_id, inquiry_id) DO UPDATE SET desired_version = CASE WHEN `+table+`.desired_version > excluded.desired_version
 		THEN `+table+`.desired_version ELSE excluded.desired_version END`, 3, args)
 }
