@@ -165,6 +165,12 @@ func (b *Batch) ExecAtCommit(ctx context.Context, query string, args ...any) err
 	return b.conn.ExecAtCommit(ctx, b.DB.Rebind(query), args...)
 }
 
+// QueuesAtCommit reports whether ExecAtCommit defers its statements to the commit (on Postgres,
+// for a batch applied at once) rather than running them at once.
+func (b *Batch) QueuesAtCommit() bool {
+	return !b.eager && b.conn != nil && b.DB.Dialect == sqldb.Postgres
+}
+
 // Exec runs a statement written with ? placeholders in the batch's transaction.
 func (b *Batch) Exec(ctx context.Context, query string, args ...any) error {
 	_, err := b.q().ExecContext(ctx, b.DB.Rebind(query), args...)

@@ -259,16 +259,22 @@ func (q *Projection) Apply(ctx context.Context, b *projections.Batch) error {
 	if len(p.evs) == 0 {
 		return nil
 	}
+	queue := queued(b, p)
 	if b.DB.Dialect != sqldb.Postgres || len(p.born) == 0 {
-		return write(ctx, b, p, nil)
+		return write(ctx, b, p, nil, queue)
 	}
-	// Inquiries received in this batch are not looked up: their rows are copied as new, and the
-	// copy fails on the primary key if one exists after all (the batch is being applied again),
-	// in which case the batch is written again with every row looked up.
+	// Inquiries received in this batch are not looked up: their rows are written as new, and the
+	// write fails on the primary key if one exists after all (the batch is being applied again).
+	// Queued with the commit, that fails the batch, which the runtime then applies event by event,
+	// each written at once under the savepoint below: there the failure rolls back to it and the
+	// batch is written again with every row looked up.
+	if queue {
+		return write(ctx, b, p, p.born, true)
+	}
 	if err := b.Exec(ctx, "SAVEPOINT qm_born"); err != nil {
 		return err
 	}
-	err = write(ctx, b, p, p.born)
+	err = write(ctx, b, p, p.born, false)
 	if !sqldb.IsUniqueViolation(err) {
 		// The savepoint is left open: it commits with the transaction, and a RELEASE would cost
 		// a round trip while the batch holds its transaction id (see sqldb.Tx.ExecAtCommit).
@@ -277,12 +283,27 @@ func (q *Projection) Apply(ctx context.Context, b *projections.Batch) error {
 	if err := b.Exec(ctx, "ROLLBACK TO SAVEPOINT qm_born"); err != nil {
 		return err
 	}
-	return write(ctx, b, p, nil)
+	return write(ctx, b, p, nil, false)
+}
+
+// queued reports whether the batch's rows go with its commit (projections.Batch.ExecAtCommit): on
+// Postgres, for a live batch applied at once that erases nothing (an erasure reads back the
+// timeline it redacts). A rebuild copies its rows at once instead: COPY is the cheaper bulk write.
+func queued(b *projections.Batch, p *prepared) bool {
+	if b.DB.Dialect != sqldb.Postgres || b.Replaying || !b.QueuesAtCommit() {
+		return false
+	}
+	for _, d := range p.evs {
+		if d.typ == "InquiryErased" {
+			return false
+		}
+	}
+	return true
 }
 
 // write folds the batch into the stored rows and writes them with the timeline. Keys in skip are
-// taken to have no row yet.
-func write(ctx context.Context, b *projections.Batch, p *prepared, skip map[key]bool) error {
+// taken to have no row yet. With queue, the rows go with the commit.
+func write(ctx context.Context, b *projections.Batch, p *prepared, skip map[key]bool, queue bool) error {
 	inq := b.Gen.Table("qm_inquiries")
 	rows, err := load(ctx, b, inq, p.keys, skip)
 	if err != nil {
@@ -298,10 +319,10 @@ func write(ctx context.Context, b *projections.Batch, p *prepared, skip map[key]
 			timeline = append(timeline, tl)
 		}
 	}
-	if err := upsert(ctx, b, inq, rows); err != nil {
+	if err := upsert(ctx, b, inq, rows, queue); err != nil {
 		return err
 	}
-	if err := insertTimeline(ctx, b, b.Gen.Table("qm_timeline"), timeline); err != nil {
+	if err := insertTimeline(ctx, b, b.Gen.Table("qm_timeline"), timeline, queue); err != nil {
 		return err
 	}
 	for _, t := range timeline {
@@ -522,7 +543,7 @@ func loadChunk(ctx context.Context, b *projections.Batch, q string, args []any, 
 }
 
 // upsert writes the changed rows; a row never moves to an older version.
-func upsert(ctx context.Context, b *projections.Batch, table string, rows map[key]*row) error {
+func upsert(ctx context.Context, b *projections.Batch, table string, rows map[key]*row, queue bool) error {
 	var dirty []*row
 	for _, r := range rows {
 		if r.dirty {
@@ -538,7 +559,7 @@ func upsert(ctx context.Context, b *projections.Batch, table string, rows map[ke
 		requester_name = excluded.requester_name, requester_email = excluded.requester_email, archived = excluded.archived,
 		held = excluded.held, erased = excluded.erased, retain_until = excluded.retain_until WHERE `
 	if b.DB.Dialect == sqldb.Postgres {
-		return upsertPostgres(ctx, b, table, dirty, onConflict)
+		return upsertPostgres(ctx, b, table, dirty, onConflict, queue)
 	}
 	// On SQLite every key was looked up (Apply skips none there): a row that was not stored is new,
 	// and goes in without ON CONFLICT, which ExecRows runs as INSERT OR FAIL (no statement journal).
@@ -565,11 +586,12 @@ func upsert(ctx context.Context, b *projections.Batch, table string, rows map[ke
 	return b.ExecRows(ctx, `INSERT INTO `+table+` (`+inquiryCols+`)`, onConflict+table+`.version < excluded.version`, 21, stored)
 }
 
-// upsertPostgres copies the rows that are new in this batch and upserts the stored ones. A row that
+// upsertPostgres inserts the rows that are new in this batch and upserts the stored ones. A row that
 // a lookup did not find cannot appear before the batch commits (every transaction writing a
-// generation holds its checkpoint's row lock); one that was not looked up (see Apply) and exists
-// makes the copy fail with a unique violation.
-func upsertPostgres(ctx context.Context, b *projections.Batch, table string, dirty []*row, onConflict string) error {
+// generation holds its checkpoint's lock); one that was not looked up (see Apply) and exists
+// makes the insert fail with a unique violation. With queue, both statements go with the commit;
+// else the new rows are copied (COPY) and the stored ones upserted at once.
+func upsertPostgres(ctx context.Context, b *projections.Batch, table string, dirty []*row, onConflict string, queue bool) error {
 	var fresh, stored []*row
 	for _, r := range dirty {
 		if r.stored {
@@ -577,6 +599,20 @@ func upsertPostgres(ctx context.Context, b *projections.Batch, table string, dir
 		} else {
 			fresh = append(fresh, r)
 		}
+	}
+	if queue {
+		for _, part := range []struct {
+			rows     []*row
+			conflict string
+		}{{fresh, ""}, {stored, onConflict + table + `.version < excluded.version`}} {
+			if len(part.rows) == 0 {
+				continue
+			}
+			if err := b.ExecAtCommit(ctx, insertInquiriesSQL(table)+part.conflict, inquiryArrays(part.rows)...); err != nil {
+				return err
+			}
+		}
+		return nil
 	}
 	if len(fresh) > 0 {
 		var c sqldb.CopyRows
@@ -612,18 +648,33 @@ func upsertPostgres(ctx context.Context, b *projections.Batch, table string, dir
 	if len(stored) == 0 {
 		return nil
 	}
-	// One statement with one array per column: no per-row parameters to parse and bind.
+	_, err := b.Tx.ExecContext(ctx, insertInquiriesSQL(table)+onConflict+table+`.version < excluded.version`, inquiryArrays(stored)...)
+	return err
+}
+
+// insertInquiriesSQL inserts the rows of inquiryArrays' arrays: one statement with one array per
+// column, no per-row parameters to parse and bind.
+func insertInquiriesSQL(table string) string {
+	return `INSERT INTO ` + table + ` (tenant_id, id, receipt, status, priority, owner, team, source, category, subject, message,
+		requester_name, requester_email, version, created_at, updated_at, closed_at, archived, held, erased, retain_until)
+		SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[],
+			$9::text[], $10::text[], $11::text[], $12::text[], $13::text[], $14::bigint[], $15::bigint[], $16::bigint[], $17::bigint[],
+			$18::bigint[], $19::bigint[], $20::bigint[], $21::bigint[])`
+}
+
+// inquiryArrays is rows as insertInquiriesSQL's arguments.
+func inquiryArrays(rows []*row) []any {
 	cols := make([][]string, 13)
 	ints := make([][]int64, 6)
-	closed := make([]*int64, len(stored))
-	until := make([]*int64, len(stored))
+	closed := make([]*int64, len(rows))
+	until := make([]*int64, len(rows))
 	for i := range cols {
-		cols[i] = make([]string, len(stored))
+		cols[i] = make([]string, len(rows))
 	}
 	for i := range ints {
-		ints[i] = make([]int64, len(stored))
+		ints[i] = make([]int64, len(rows))
 	}
-	for i, r := range stored {
+	for i, r := range rows {
 		for j, v := range []string{r.tenant, r.id, r.receipt, r.status, r.priority, r.owner, r.team, r.source, r.cat, r.subject, r.message, r.name, r.email} {
 			cols[j][i] = v
 		}
@@ -638,18 +689,28 @@ func upsertPostgres(ctx context.Context, b *projections.Batch, table string, dir
 			until[i] = &v
 		}
 	}
-	q := `INSERT INTO ` + table + ` (tenant_id, id, receipt, status, priority, owner, team, source, category, subject, message,
-		requester_name, requester_email, version, created_at, updated_at, closed_at, archived, held, erased, retain_until)
-		SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[],
-			$9::text[], $10::text[], $11::text[], $12::text[], $13::text[], $14::bigint[], $15::bigint[], $16::bigint[], $17::bigint[],
-			$18::bigint[], $19::bigint[], $20::bigint[], $21::bigint[])` +
-		onConflict + table + `.version < excluded.version`
-	_, err := b.Tx.ExecContext(ctx, q, cols[0], cols[1], cols[2], cols[3], cols[4], cols[5], cols[6], cols[7], cols[8], cols[9],
-		cols[10], cols[11], cols[12], ints[0], ints[1], ints[2], closed, ints[3], ints[4], ints[5], until)
-	return err
+	return []any{cols[0], cols[1], cols[2], cols[3], cols[4], cols[5], cols[6], cols[7], cols[8], cols[9],
+		cols[10], cols[11], cols[12], ints[0], ints[1], ints[2], closed, ints[3], ints[4], ints[5], until}
 }
 
-func insertTimeline(ctx context.Context, b *projections.Batch, table string, rows []timelineRow) error {
+// insertTimeline writes the timeline rows: on Postgres with COPY, or with queue in one statement
+// of one array per column that goes with the commit.
+func insertTimeline(ctx context.Context, b *projections.Batch, table string, rows []timelineRow, queue bool) error {
+	if queue {
+		if len(rows) == 0 {
+			return nil
+		}
+		tenants, ids, types, actors, data, commands := make([]string, len(rows)), make([]string, len(rows)), make([]string, len(rows)),
+			make([]string, len(rows)), make([]string, len(rows)), make([]string, len(rows))
+		versions, ats := make([]int64, len(rows)), make([]int64, len(rows))
+		for i, t := range rows {
+			tenants[i], ids[i], types[i], actors[i], data[i], commands[i] = t.tenant, t.id, t.typ, t.actor, t.data, t.command
+			versions[i], ats[i] = int64(t.version), t.at
+		}
+		return b.ExecAtCommit(ctx, `INSERT INTO `+table+` (tenant_id, inquiry_id, version, type, actor, occurred_at, data, command_id)
+			SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::text[], $5::text[], $6::bigint[], $7::text[], $8::text[])`,
+			tenants, ids, versions, types, actors, ats, data, commands)
+	}
 	if b.DB.Dialect == sqldb.Postgres {
 		var c sqldb.CopyRows
 		size := 0
