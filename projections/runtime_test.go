@@ -676,22 +676,7 @@ func TestQueuedOutputCommitsWithTheCheckpoint(t *testing.T) {
 		tb.append(t, "inquiry-b", "b2")
 		tb.append(t, "inquiry-a", "a2")
 		waitHead(t, r, tb.store)
-		rows, err := db.QueryContext(t.Context(), `SELECT data FROM queued_seen ORDER BY data`)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer rows.Close()
-		var got []string
-		for rows.Next() {
-			var d string
-			if err := rows.Scan(&d); err != nil {
-				t.Fatal(err)
-			}
-			got = append(got, d)
-		}
-		if err := rows.Err(); err != nil {
-			t.Fatal(err)
-		}
+		got := dbtest.Strings(t, db, `SELECT data FROM queued_seen ORDER BY data`)
 		if want := []string{`"a0"`, `"b0"`, `"b1"`, `"b2"`}; !slices.Equal(got, want) {
 			t.Errorf("written %v, want %v (a2 waits behind the parked poison-a1)", got, want)
 		}

@@ -43,7 +43,7 @@ func (t *Tx) ExecAtCommit(ctx context.Context, q string, args ...any) error {
 }
 
 // commit commits tx, with the statements queued by ExecAtCommit in the same round trip on Postgres.
-func (t *Tx) commit() error {
+func (t *Tx) commit(ctx context.Context) error {
 	if len(t.atCommit) == 0 {
 		return t.Tx.Commit()
 	}
@@ -61,7 +61,7 @@ func (t *Tx) commit() error {
 	}
 	if !handed { // a connection not opened by OpenPostgres: one statement at a time
 		for _, s := range queued {
-			if _, err := t.Tx.Exec(s.query, s.args...); err != nil {
+			if _, err := t.Tx.ExecContext(ctx, s.query, s.args...); err != nil {
 				_ = t.Tx.Rollback()
 				return err
 			}

@@ -88,23 +88,7 @@ func TestExecAtCommitFailureRollsBack(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		var ns []int64
-		rows, err := db.QueryContext(ctx, `SELECT n FROM queued ORDER BY n`)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var n int64
-			if err := rows.Scan(&n); err != nil {
-				t.Fatal(err)
-			}
-			ns = append(ns, n)
-		}
-		if err := rows.Err(); err != nil {
-			t.Fatal(err)
-		}
-		if diff := cmp.Diff([]int64{21}, ns); diff != "" {
+		if diff := cmp.Diff([]string{"21"}, dbtest.Strings(t, db, `SELECT CAST(n AS TEXT) FROM queued ORDER BY n`)); diff != "" {
 			t.Fatalf("rows (-want +got):\n%s", diff)
 		}
 	})

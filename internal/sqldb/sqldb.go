@@ -321,7 +321,7 @@ func InConnTx(ctx context.Context, db *DB, fn func(*Tx) error) error {
 		t.pages = db.countPages(conn, true)
 		return err
 	}
-	err = t.commit()
+	err = t.commit(ctx)
 	t.pages = db.countPages(conn, true)
 	return err
 }
