@@ -138,18 +138,19 @@ func (*Projection) Prepare(evs []eventstore.RecordedEvent) (any, error) {
 
 // Apply implements projections.Projection: every InquiryReceived with a submitter becomes a row.
 // An inquiry's InquiryReceived comes before its erasure, so the batch's rows are inserted first.
+// Nothing is read back: every statement goes with the commit (projections.Batch.ExecAtCommit).
 func (p *Projection) Apply(ctx context.Context, b *projections.Batch) error {
 	pr, err := projections.PreparedOf[*prepared](b, p)
 	if err != nil {
 		return err
 	}
 	table := b.Gen.Table("portal_inquiries")
-	if err := b.ExecRows(ctx, `INSERT INTO `+table+` (tenant_id, inquiry_id, submitted_by, external_id, receipt, created_at)`,
+	if err := b.ExecRowsAtCommit(ctx, `INSERT INTO `+table+` (tenant_id, inquiry_id, submitted_by, external_id, receipt, created_at)`,
 		` ON CONFLICT (tenant_id, inquiry_id) DO NOTHING`, 6, pr.rows); err != nil {
 		return err
 	}
 	for i := 0; i < len(pr.erased); i += 2 {
-		if err := b.Exec(ctx, `UPDATE `+table+` SET external_id = '' WHERE tenant_id = ? AND inquiry_id = ?`, pr.erased[i], pr.erased[i+1]); err != nil {
+		if err := b.ExecAtCommit(ctx, `UPDATE `+table+` SET external_id = '' WHERE tenant_id = ? AND inquiry_id = ?`, pr.erased[i], pr.erased[i+1]); err != nil {
 			return err
 		}
 	}
