@@ -154,12 +154,8 @@ func Checkpoint(ctx context.Context, db *sqldb.DB, name string) (eventstore.Posi
 	return p, err
 }
 
-func saveCheckpoint(ctx context.Context, db *sqldb.DB, tx sqldb.Querier, name string, p eventstore.Position, now time.Time) error {
-	_, err := tx.ExecContext(ctx, db.Rebind(saveCheckpointSQL), name, p.Commit, p.Prepare, now.UnixNano())
-	return err
-}
-
-// saveCheckpointAtCommit is saveCheckpoint as the last statement of tx, sent with its COMMIT.
+// saveCheckpointAtCommit moves checkpoint name to p as the last statement of tx, sent with its
+// COMMIT on Postgres (sqldb.Tx.ExecAtCommit).
 func saveCheckpointAtCommit(ctx context.Context, db *sqldb.DB, tx *sqldb.Tx, name string, p eventstore.Position, now time.Time) error {
 	return tx.ExecAtCommit(ctx, db.Rebind(saveCheckpointSQL), name, p.Commit, p.Prepare, now.UnixNano())
 }

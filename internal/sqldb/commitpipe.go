@@ -45,7 +45,7 @@ func (t *Tx) ExecAtCommit(ctx context.Context, q string, args ...any) error {
 // commit commits tx, with the statements queued by ExecAtCommit in the same round trip on Postgres.
 func (t *Tx) commit(ctx context.Context) error {
 	if len(t.atCommit) == 0 {
-		return t.Tx.Commit()
+		return t.Commit()
 	}
 	queued := t.atCommit
 	t.atCommit = nil
@@ -56,18 +56,18 @@ func (t *Tx) commit(ctx context.Context) error {
 		}
 		return nil
 	}); err != nil {
-		_ = t.Tx.Rollback()
+		_ = t.Rollback()
 		return err
 	}
 	if !handed { // a connection not opened by OpenPostgres: one statement at a time
 		for _, s := range queued {
 			if _, err := t.Tx.ExecContext(ctx, s.query, s.args...); err != nil {
-				_ = t.Tx.Rollback()
+				_ = t.Rollback()
 				return err
 			}
 		}
 	}
-	return t.Tx.Commit()
+	return t.Commit()
 }
 
 // openPipelined is stdlib.OpenDBFromPool whose connections send the statements a transaction
@@ -166,7 +166,7 @@ func (t *pipeTx) Commit() error {
 	if err != nil && conn.PgConn().TxStatus() != 'I' {
 		// A statement failed and the server skipped the rest, COMMIT included: end the
 		// transaction (a connection still in one would be discarded by the pool anyway).
-		_ = t.Tx.Rollback()
+		_ = t.Rollback()
 	}
 	return err
 }
