@@ -100,6 +100,9 @@ type pipeConn struct {
 }
 
 func (c *pipeConn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
+	// Statements handed to a transaction that never reached its driver commit (database/sql ends a
+	// transaction whose context ended without calling it) belong to no later one.
+	c.atCommit = nil
 	tx, err := c.Conn.BeginTx(ctx, opts)
 	if err != nil {
 		return nil, err

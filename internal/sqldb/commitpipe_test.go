@@ -2,6 +2,7 @@ package sqldb_test
 
 import (
 	"errors"
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -90,6 +91,37 @@ func TestExecAtCommitFailureRollsBack(t *testing.T) {
 		}
 		if diff := cmp.Diff([]string{"21"}, dbtest.Strings(t, db, `SELECT CAST(n AS TEXT) FROM queued ORDER BY n`)); diff != "" {
 			t.Fatalf("rows (-want +got):\n%s", diff)
+		}
+	})
+}
+
+// TestStatementsOfAnUncommittedTransactionRunInNoOther: statements handed to a connection for a
+// commit that never happened (database/sql ends a transaction whose context ended without calling
+// the driver's commit) are dropped when the connection's next transaction begins.
+func TestStatementsOfAnUncommittedTransactionRunInNoOther(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *sqldb.DB) {
+		ctx := t.Context()
+		if _, err := db.ExecContext(ctx, `CREATE TABLE stale (n BIGINT)`); err != nil {
+			t.Fatal(err)
+		}
+		conn, err := db.Conn(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		handed := sqldb.HandAtCommit(conn, `INSERT INTO stale (n) VALUES (1)`)
+		if want := db.Dialect == sqldb.Postgres; handed != want {
+			t.Fatalf("the connection took statements for its commit: %v, want %v (SQLite runs them at once)", handed, want)
+		}
+		tx, err := conn.BeginTx(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := tx.Commit(); err != nil {
+			t.Fatal(err)
+		}
+		if got := dbtest.Strings(t, db, `SELECT CAST(count(*) AS TEXT) FROM stale`); !slices.Equal(got, []string{"0"}) {
+			t.Fatalf("rows after an unrelated commit: %v, want 0", got)
 		}
 	})
 }
