@@ -159,7 +159,7 @@ func (b *Batch) q() sqldb.Querier {
 // should go this way. Apply does not see their effect, and their failure fails the batch, which
 // is then applied event by event with each statement run at once, as with a failure in Apply.
 func (b *Batch) ExecAtCommit(ctx context.Context, query string, args ...any) error {
-	if b.eager || b.conn == nil {
+	if !b.QueuesAtCommit() {
 		return b.Exec(ctx, query, args...)
 	}
 	return b.conn.ExecAtCommit(ctx, b.DB.Rebind(query), args...)

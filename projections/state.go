@@ -157,12 +157,10 @@ func Checkpoint(ctx context.Context, db *sqldb.DB, name string) (eventstore.Posi
 // saveCheckpointAtCommit moves checkpoint name to p as the last statement of tx, sent with its
 // COMMIT on Postgres (sqldb.Tx.ExecAtCommit).
 func saveCheckpointAtCommit(ctx context.Context, db *sqldb.DB, tx *sqldb.Tx, name string, p eventstore.Position, now time.Time) error {
-	return tx.ExecAtCommit(ctx, db.Rebind(saveCheckpointSQL), name, p.Commit, p.Prepare, now.UnixNano())
-}
-
-const saveCheckpointSQL = `INSERT INTO projection_checkpoints (name, commit_pos, prepare_pos, updated_at)
+	return tx.ExecAtCommit(ctx, db.Rebind(`INSERT INTO projection_checkpoints (name, commit_pos, prepare_pos, updated_at)
 		VALUES (?, ?, ?, ?) ON CONFLICT (name) DO UPDATE SET commit_pos = excluded.commit_pos,
-		prepare_pos = excluded.prepare_pos, updated_at = excluded.updated_at`
+		prepare_pos = excluded.prepare_pos, updated_at = excluded.updated_at`), name, p.Commit, p.Prepare, now.UnixNano())
+}
 
 // lockCheckpoint serializes the transactions that move a checkpoint or touch its parked streams.
 // SQLite transactions are already serialized (BEGIN IMMEDIATE); on Postgres it takes the

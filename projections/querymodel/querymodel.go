@@ -290,7 +290,7 @@ func (q *Projection) Apply(ctx context.Context, b *projections.Batch) error {
 // Postgres, for a live batch applied at once that erases nothing (an erasure reads back the
 // timeline it redacts). A rebuild copies its rows at once instead: COPY is the cheaper bulk write.
 func queued(b *projections.Batch, p *prepared) bool {
-	if b.DB.Dialect != sqldb.Postgres || b.Replaying || !b.QueuesAtCommit() {
+	if b.Replaying || !b.QueuesAtCommit() {
 		return false
 	}
 	for _, d := range p.evs {
