@@ -259,7 +259,7 @@ func (q *Projection) Apply(ctx context.Context, b *projections.Batch) error {
 	if len(p.evs) == 0 {
 		return nil
 	}
-	queue := queued(b, p)
+	queue := queued(b)
 	if b.DB.Dialect != sqldb.Postgres || len(p.born) == 0 {
 		return write(ctx, b, p, nil, queue)
 	}
@@ -287,18 +287,10 @@ func (q *Projection) Apply(ctx context.Context, b *projections.Batch) error {
 }
 
 // queued reports whether the batch's rows go with its commit (projections.Batch.ExecAtCommit): on
-// Postgres, for a live batch applied at once that erases nothing (an erasure reads back the
-// timeline it redacts). A rebuild copies its rows at once instead: COPY is the cheaper bulk write.
-func queued(b *projections.Batch, p *prepared) bool {
-	if b.Replaying || !b.QueuesAtCommit() {
-		return false
-	}
-	for _, d := range p.evs {
-		if d.typ == "InquiryErased" {
-			return false
-		}
-	}
-	return true
+// Postgres, for a live batch applied at once. A rebuild copies its rows at once instead: COPY is
+// the cheaper bulk write.
+func queued(b *projections.Batch) bool {
+	return !b.Replaying && b.QueuesAtCommit()
 }
 
 // write folds the batch into the stored rows and writes them with the timeline. Keys in skip are
@@ -319,25 +311,56 @@ func write(ctx context.Context, b *projections.Batch, p *prepared, skip map[key]
 			timeline = append(timeline, tl)
 		}
 	}
+	erased, err := redactErased(timeline)
+	if err != nil {
+		return err
+	}
 	if err := upsert(ctx, b, inq, rows, queue); err != nil {
 		return err
 	}
 	if err := insertTimeline(ctx, b, b.Gen.Table("qm_timeline"), timeline, queue); err != nil {
 		return err
 	}
-	for _, t := range timeline {
-		if t.typ == "InquiryErased" {
-			if err := redactTimeline(ctx, b, b.Gen.Table("qm_timeline"), t.tenant, t.id); err != nil {
-				return err
-			}
+	for _, k := range erased {
+		if err := redactTimeline(ctx, b, b.Gen.Table("qm_timeline"), k.tenant, k.id, queue); err != nil {
+			return err
 		}
 	}
 	return nil
 }
 
-// redactTimeline anonymizes an erased inquiry's timeline: every personal member of its entries
-// reads domain.Erased. The entries themselves (type, actor, time) stay.
-func redactTimeline(ctx context.Context, b *projections.Batch, table, tenant, id string) error {
+// redactErased redacts, in place, the entries of timeline that belong to an inquiry erased in it,
+// and returns those inquiries. The batch's own entries are redacted before they are written: queued
+// with the commit, they are not there yet for redactTimeline to read back.
+func redactErased(timeline []timelineRow) ([]key, error) {
+	var erased []key
+	seen := map[key]bool{}
+	for _, t := range timeline {
+		if k := (key{t.tenant, t.id}); t.typ == "InquiryErased" && !seen[k] {
+			seen[k] = true
+			erased = append(erased, k)
+		}
+	}
+	if len(erased) == 0 {
+		return nil, nil
+	}
+	for i, t := range timeline {
+		if !seen[key{t.tenant, t.id}] {
+			continue
+		}
+		red, err := domain.RedactJSON(t.typ, []byte(t.data))
+		if err != nil {
+			return nil, fmt.Errorf("redact %s: %w", t.typ, err)
+		}
+		timeline[i].data = string(red)
+	}
+	return erased, nil
+}
+
+// redactTimeline anonymizes an erased inquiry's stored timeline: every personal member of its
+// entries reads domain.Erased. The entries themselves (type, actor, time) stay. With queue, the
+// changes go with the commit.
+func redactTimeline(ctx context.Context, b *projections.Batch, table, tenant, id string, queue bool) error {
 	type entry struct {
 		version uint64
 		data    string
@@ -368,8 +391,12 @@ func redactTimeline(ctx context.Context, b *projections.Batch, table, tenant, id
 	if err != nil {
 		return err
 	}
+	exec := b.Exec
+	if queue {
+		exec = b.ExecAtCommit
+	}
 	for _, e := range change {
-		if err := b.Exec(ctx, `UPDATE `+table+` SET data = ? WHERE tenant_id = ? AND inquiry_id = ? AND version = ?`, e.data, tenant, id, e.version); err != nil {
+		if err := exec(ctx, `UPDATE `+table+` SET data = ? WHERE tenant_id = ? AND inquiry_id = ? AND version = ?`, e.data, tenant, id, e.version); err != nil {
 			return err
 		}
 	}

@@ -1,6 +1,7 @@
 package querymodel_test
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -16,6 +17,7 @@ import (
 	"github.com/casebook/casebook/domain"
 	"github.com/casebook/casebook/eventstore"
 	"github.com/casebook/casebook/eventstore/eventstoretest"
+	"github.com/casebook/casebook/eventstore/sealed"
 	"github.com/casebook/casebook/internal/dbtest"
 	"github.com/casebook/casebook/internal/sqldb"
 	"github.com/casebook/casebook/projections"
@@ -35,6 +37,9 @@ type testBundle struct {
 type principals struct{}
 
 func (principals) Principal(_ context.Context, t domain.TenantID, id domain.PrincipalID) (domain.Principal, error) {
+	if id == "admin" {
+		return domain.Principal{ID: id, TenantID: t, Role: domain.RoleAdmin}, nil
+	}
 	return domain.Principal{ID: id, TenantID: t, Role: domain.RoleOperator}, nil
 }
 
@@ -127,6 +132,79 @@ func TestReplayIsIdempotent(t *testing.T) {
 		}
 		if st := tb.runner.Status(); st.Parked != 0 || st.Processed == 0 {
 			t.Fatalf("replay parked %d streams, processed %d events; want 0 parked", st.Parked, st.Processed)
+		}
+	})
+}
+
+// TestErasureRedactsTheTimeline: an erased inquiry's timeline keeps no personal member, whether
+// the erasure is applied in the batch that received the inquiry (on Postgres that batch's rows go
+// with its commit, so they must be redacted before they are written) or in a later batch (the
+// stored entries are redacted in place). The events are not sealed here: the query model must
+// redact what it is given.
+func TestErasureRedactsTheTimeline(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, db *sqldb.DB) {
+		ctx := t.Context()
+		tb := setup(t, db)
+		keys, err := sealed.NewKeys(ctx, db, nil, bytes.Repeat([]byte("m"), 32))
+		if err != nil {
+			t.Fatal(err)
+		}
+		tb.h.Keys = keys
+		admin := domain.Principal{ID: "admin", TenantID: "t1", Role: domain.RoleAdmin}
+		personal := []string{"Ada Lovelace", "ada@example.com", "order 1843", "her engine", "note naming Ada", "call Ada"}
+		received := func(key string) commands.Target {
+			t.Helper()
+			res, err := tb.h.Intake(ctx, commands.Intake{Tenant: "t1", Source: domain.SourceAPI, IdempotencyKey: key,
+				Requester: domain.Requester{Name: "Ada Lovelace", Email: "ada@example.com"}, Subject: "order 1843", Message: "her engine"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			target := commands.Target{Tenant: "t1", InquiryID: res.InquiryID, Actor: admin}
+			if _, err := tb.h.AddNote(ctx, commands.AddNote{Target: target, Body: "note naming Ada"}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := tb.h.ScheduleFollowUp(ctx, commands.ScheduleFollowUp{Target: target, At: time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC), Note: "call Ada"}); err != nil {
+				t.Fatal(err)
+			}
+			return target
+		}
+		erase := func(target commands.Target) {
+			t.Helper()
+			if _, err := tb.h.Erase(ctx, commands.Erase{Target: target}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		later := received("later")
+		tb.catchUp(t)
+		same := received("same")
+		erase(same)
+		erase(later)
+		batches := tb.runner.Status().Batches
+		tb.catchUp(t)
+		if got := tb.runner.Status().Batches - batches; got != 1 {
+			t.Fatalf("the second catch-up took %d batches; the test needs the intake and its erasure in one", got)
+		}
+		for _, target := range []commands.Target{same, later} {
+			entries := dbtest.Strings(t, db, `SELECT type || ' ' || data FROM qm_timeline WHERE tenant_id = ? AND inquiry_id = ? ORDER BY version`,
+				"t1", string(target.InquiryID))
+			if len(entries) != 4 {
+				t.Fatalf("%s: %d timeline entries, want 4: %q", target.InquiryID, len(entries), entries)
+			}
+			inquiry := dbtest.Strings(t, db, `SELECT requester_name || ' ' || requester_email || ' ' || subject || ' ' || message FROM qm_inquiries
+				WHERE tenant_id = ? AND id = ?`, "t1", string(target.InquiryID))
+			for _, s := range append(entries, inquiry...) {
+				for _, p := range personal {
+					if strings.Contains(s, p) {
+						t.Errorf("%s: %q still reads %q", target.InquiryID, s, p)
+					}
+				}
+			}
+			for _, want := range []string{`NoteAdded {"body":"` + domain.Erased, `FollowUpScheduled {`} {
+				if !strings.Contains(strings.Join(entries, "\n"), want) {
+					t.Errorf("%s: no timeline entry reads %q: %q", target.InquiryID, want, entries)
+				}
+			}
 		}
 	})
 }
