@@ -31,6 +31,9 @@ type benchOut struct {
 		Intakes result `json:"intake"`
 		Visible result `json:"ack_to_visible"`
 		Skipped int64  `json:"skipped"`
+		Warmup  *struct {
+			Visible result `json:"ack_to_visible"`
+		} `json:"warmup"`
 	} `json:"visibility"`
 	Commands      result `json:"commands"`
 	StorageWrites struct {
@@ -87,7 +90,8 @@ func checkBench(t *testing.T, out benchOut, intakes int, wantGroupCalls bool) {
 
 // TestBenchEmbedded runs every phase of casebook bench on a small load.
 func TestBenchEmbedded(t *testing.T) {
-	out, err := runBench(t, "--intakes", "60", "--concurrency", "4", "--rounds", "1", "--rate", "200/s", "--visibility-intakes", "60")
+	out, err := runBench(t, "--intakes", "60", "--concurrency", "4", "--rounds", "1", "--rate", "200/s", "--visibility-intakes", "60",
+		"--visibility-warmup", "100ms")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,6 +99,10 @@ func TestBenchEmbedded(t *testing.T) {
 		t.Fatalf("storage %q", out.Storage)
 	}
 	checkBench(t, out, 60, true)
+	// The warm-up (100 ms at 200/s) is measured apart; checkBench saw only the 60 that follow it.
+	if w := out.Visibility.Warmup; w == nil || w.Visible.Requests != 20 || w.Visible.Errors != 0 {
+		t.Errorf("warm-up: %+v, want 20 intakes measured apart", w)
+	}
 	if r := out.Rounds[0]; r.IntakeOnly != nil {
 		t.Errorf("intake-only figures without --intake-only: %+v", r.IntakeOnly)
 	}
@@ -104,11 +112,15 @@ func TestBenchEmbedded(t *testing.T) {
 // during which no subscriber batch is applied, and the subscribers catch up afterwards (the
 // visibility and command phases, which read through the query model, still pass).
 func TestBenchIntakeOnly(t *testing.T) {
-	out, err := runBench(t, "--intakes", "40", "--concurrency", "4", "--rounds", "1", "--rate", "200/s", "--visibility-intakes", "40", "--intake-only")
+	out, err := runBench(t, "--intakes", "40", "--concurrency", "4", "--rounds", "1", "--rate", "200/s", "--visibility-intakes", "40", "--intake-only",
+		"--visibility-warmup", "0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	checkBench(t, out, 40, true)
+	if out.Visibility.Warmup != nil {
+		t.Errorf("warm-up figures with --visibility-warmup 0: %+v", out.Visibility.Warmup)
+	}
 	r := out.Rounds[0]
 	if r.IntakeOnly == nil || r.IntakeOnly.Requests != 40 || r.IntakeOnly.Errors != 0 || r.IntakeOnlyRatio <= 0 {
 		t.Fatalf("intake-only: %+v, ratio %v; want 40 requests without errors", r.IntakeOnly, r.IntakeOnlyRatio)
@@ -142,7 +154,8 @@ func TestBenchRefusesDatabaseWithEvents(t *testing.T) {
 // drops it; the database's own schema is untouched.
 func TestBenchPostgresDropsItsSchema(t *testing.T) {
 	url := pgtest.URL(t)
-	out, err := runBench(t, "--database-url", url, "--intakes", "40", "--concurrency", "4", "--rounds", "1", "--rate", "200/s", "--visibility-intakes", "40")
+	out, err := runBench(t, "--database-url", url, "--intakes", "40", "--concurrency", "4", "--rounds", "1", "--rate", "200/s", "--visibility-intakes", "40",
+		"--visibility-warmup", "0")
 	if err != nil {
 		t.Fatal(err)
 	}
