@@ -558,7 +558,7 @@ type visibility struct {
 	Skipped          int64   `json:"skipped"` // not sent: too many in flight (the server fell behind)
 	// Warmup is the same measurement over the warm-up that precedes it, not counted above: a
 	// process's first second of such reads runs slower than the next (on Postgres at 250/s, p99
-	// 175–207 ms against 19–57 ms), and the figures are of the steady state.
+	// 175–208 ms against 19–53 ms), and the figures are of the steady state.
 	Warmup *visibility `json:"warmup,omitempty"`
 }
 
