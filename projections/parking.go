@@ -29,11 +29,6 @@ type Parked struct {
 // maxParkedError bounds the stored error text.
 const maxParkedError = 1000
 
-func savepoint(ctx context.Context, tx sqldb.Querier, verb, name string) error {
-	_, err := tx.ExecContext(ctx, verb+" "+name)
-	return err
-}
-
 // unparked returns evs without the events of parked streams.
 func unparked(evs []eventstore.RecordedEvent, parked map[string]bool) []eventstore.RecordedEvent {
 	if len(parked) == 0 {
@@ -101,16 +96,16 @@ func applyEach(ctx context.Context, p Projection, b *Batch, name string, evs []e
 
 // applyOne applies a single event under a savepoint, rolling it back on failure.
 func applyOne(ctx context.Context, p Projection, b *Batch, e eventstore.RecordedEvent) error {
-	if err := savepoint(ctx, b.q(), "SAVEPOINT", "one"); err != nil {
+	if err := b.Savepoint(ctx, "one"); err != nil {
 		return err
 	}
 	if err := p.Apply(ctx, b.with([]eventstore.RecordedEvent{e})); err != nil {
-		if rerr := savepoint(ctx, b.q(), "ROLLBACK TO SAVEPOINT", "one"); rerr != nil {
+		if rerr := b.RollbackTo(ctx, "one"); rerr != nil {
 			return errors.Join(err, rerr)
 		}
 		return err
 	}
-	return savepoint(ctx, b.q(), "RELEASE SAVEPOINT", "one")
+	return b.Exec(ctx, "RELEASE SAVEPOINT one")
 }
 
 func park(ctx context.Context, db *sqldb.DB, tx sqldb.Querier, name string, e eventstore.RecordedEvent, cause error, now time.Time) error {

@@ -171,6 +171,23 @@ func (b *Batch) QueuesAtCommit() bool {
 	return !b.eager && b.conn != nil && b.DB.Dialect == sqldb.Postgres
 }
 
+// Savepoint sets savepoint name (an identifier) in the batch's transaction; RollbackTo returns to
+// it, statements queued with ExecAtCommit since included (sqldb.Tx.Savepoint).
+func (b *Batch) Savepoint(ctx context.Context, name string) error {
+	if b.conn == nil {
+		return b.Exec(ctx, "SAVEPOINT "+name)
+	}
+	return b.conn.Savepoint(ctx, name)
+}
+
+// RollbackTo rolls the batch's transaction back to savepoint name (see Savepoint).
+func (b *Batch) RollbackTo(ctx context.Context, name string) error {
+	if b.conn == nil {
+		return b.Exec(ctx, "ROLLBACK TO SAVEPOINT "+name)
+	}
+	return b.conn.RollbackTo(ctx, name)
+}
+
 // Exec runs a statement written with ? placeholders in the batch's transaction.
 func (b *Batch) Exec(ctx context.Context, query string, args ...any) error {
 	_, err := b.q().ExecContext(ctx, b.DB.Rebind(query), args...)

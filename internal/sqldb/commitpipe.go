@@ -42,6 +42,32 @@ func (t *Tx) ExecAtCommit(ctx context.Context, q string, args ...any) error {
 	return nil
 }
 
+// Savepoint sets savepoint name (an identifier) in the transaction. RollbackTo returns to it,
+// dropping the statements queued with ExecAtCommit since, as the server drops the writes.
+func (t *Tx) Savepoint(ctx context.Context, name string) error {
+	if _, err := t.ExecContext(ctx, "SAVEPOINT "+name); err != nil {
+		return err
+	}
+	if t.savepoints == nil {
+		t.savepoints = map[string]int{}
+	}
+	t.savepoints[name] = len(t.atCommit)
+	return nil
+}
+
+// RollbackTo rolls the transaction back to savepoint name, set by Savepoint, and keeps it set.
+func (t *Tx) RollbackTo(ctx context.Context, name string) error {
+	n, ok := t.savepoints[name]
+	if !ok {
+		return fmt.Errorf("sqldb: rollback to savepoint %q that was not set", name)
+	}
+	if _, err := t.ExecContext(ctx, "ROLLBACK TO SAVEPOINT "+name); err != nil {
+		return err
+	}
+	t.atCommit = t.atCommit[:n]
+	return nil
+}
+
 // commit commits tx, with the statements queued by ExecAtCommit in the same round trip on Postgres.
 func (t *Tx) commit(ctx context.Context) error {
 	if len(t.atCommit) == 0 {

@@ -125,3 +125,40 @@ func TestStatementsOfAnUncommittedTransactionRunInNoOther(t *testing.T) {
 		}
 	})
 }
+
+// TestRollbackToDropsQueuedStatements: a rollback to a savepoint drops the statements queued with
+// ExecAtCommit after it, as it drops the writes made after it; those queued before it, and after
+// the rollback, run with the commit.
+func TestRollbackToDropsQueuedStatements(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *sqldb.DB) {
+		ctx := t.Context()
+		if _, err := db.ExecContext(ctx, `CREATE TABLE queued (n BIGINT PRIMARY KEY)`); err != nil {
+			t.Fatal(err)
+		}
+		insert := db.Rebind(`INSERT INTO queued (n) VALUES (?)`)
+		err := sqldb.InConnTx(ctx, db, func(tx *sqldb.Tx) error {
+			if err := tx.ExecAtCommit(ctx, insert, 1); err != nil {
+				return err
+			}
+			if err := tx.Savepoint(ctx, "s"); err != nil {
+				return err
+			}
+			if err := tx.ExecAtCommit(ctx, insert, 2); err != nil {
+				return err
+			}
+			if err := tx.RollbackTo(ctx, "s"); err != nil {
+				return err
+			}
+			if err := tx.RollbackTo(ctx, "unset"); err == nil {
+				t.Error("a rollback to a savepoint never set succeeded")
+			}
+			return tx.ExecAtCommit(ctx, insert, 3)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff([]string{"1", "3"}, dbtest.Strings(t, db, `SELECT CAST(n AS TEXT) FROM queued ORDER BY n`)); diff != "" {
+			t.Fatalf("rows after commit (-want +got):\n%s", diff)
+		}
+	})
+}

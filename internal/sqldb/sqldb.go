@@ -289,6 +289,8 @@ type Tx struct {
 	pages    uint64
 	waited   time.Duration
 	atCommit []atCommit // Postgres: sent with COMMIT (ExecAtCommit)
+	// savepoints holds, per savepoint, how many statements were queued when it was set.
+	savepoints map[string]int
 }
 
 // Pages is how many pages the transaction wrote to SQLite's write-ahead log, known once InConnTx

@@ -271,7 +271,7 @@ func (q *Projection) Apply(ctx context.Context, b *projections.Batch) error {
 	if queue {
 		return write(ctx, b, p, p.born, true)
 	}
-	if err := b.Exec(ctx, "SAVEPOINT qm_born"); err != nil {
+	if err := b.Savepoint(ctx, "qm_born"); err != nil {
 		return err
 	}
 	err = write(ctx, b, p, p.born, false)
@@ -280,7 +280,7 @@ func (q *Projection) Apply(ctx context.Context, b *projections.Batch) error {
 		// a round trip while the batch holds its transaction id (see sqldb.Tx.ExecAtCommit).
 		return err
 	}
-	if err := b.Exec(ctx, "ROLLBACK TO SAVEPOINT qm_born"); err != nil {
+	if err := b.RollbackTo(ctx, "qm_born"); err != nil {
 		return err
 	}
 	return write(ctx, b, p, nil, false)
@@ -322,7 +322,7 @@ func write(ctx context.Context, b *projections.Batch, p *prepared, skip map[key]
 		return err
 	}
 	for _, k := range erased {
-		if err := redactTimeline(ctx, b, b.Gen.Table("qm_timeline"), k.tenant, k.id, queue); err != nil {
+		if err := redactTimeline(ctx, b, b.Gen.Table("qm_timeline"), k.tenant, k.id); err != nil {
 			return err
 		}
 	}
@@ -358,9 +358,9 @@ func redactErased(timeline []timelineRow) ([]key, error) {
 }
 
 // redactTimeline anonymizes an erased inquiry's stored timeline: every personal member of its
-// entries reads domain.Erased. The entries themselves (type, actor, time) stay. With queue, the
-// changes go with the commit.
-func redactTimeline(ctx context.Context, b *projections.Batch, table, tenant, id string, queue bool) error {
+// entries reads domain.Erased. The entries themselves (type, actor, time) stay; the changes go
+// with the commit (projections.Batch.ExecAtCommit).
+func redactTimeline(ctx context.Context, b *projections.Batch, table, tenant, id string) error {
 	type entry struct {
 		version uint64
 		data    string
@@ -391,12 +391,8 @@ func redactTimeline(ctx context.Context, b *projections.Batch, table, tenant, id
 	if err != nil {
 		return err
 	}
-	exec := b.Exec
-	if queue {
-		exec = b.ExecAtCommit
-	}
 	for _, e := range change {
-		if err := exec(ctx, `UPDATE `+table+` SET data = ? WHERE tenant_id = ? AND inquiry_id = ? AND version = ?`, e.data, tenant, id, e.version); err != nil {
+		if err := b.ExecAtCommit(ctx, `UPDATE `+table+` SET data = ? WHERE tenant_id = ? AND inquiry_id = ? AND version = ?`, e.data, tenant, id, e.version); err != nil {
 			return err
 		}
 	}
