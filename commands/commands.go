@@ -531,13 +531,6 @@ func checkKey(k string) error {
 	return nil
 }
 
-// fingerprint hashes a request's fields for idempotency comparisons.
-func fingerprint(parts ...any) string {
-	b, _ := json.Marshal(parts)
-	sum := sha256.Sum256(b)
-	return base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(sum[:16])
-}
-
 func uuidFrom(sum []byte) string { return formatUUID(sum[:16], 8) }
 
 // formatUUID formats b's first 16 bytes as a UUID of version (RFC 9562's variant).
