@@ -42,3 +42,30 @@ func FuzzIntakeDecode(f *testing.F) {
 		}
 	})
 }
+
+// FuzzCheckKeysFlat: where the flat reader reads a body, it refuses it exactly as the tokenizer
+// does (the same error, or none).
+func FuzzCheckKeysFlat(f *testing.F) {
+	for _, s := range []string{
+		`{"name":"Ada","email":"ada@example.com","subject":"Invoice","message":"Hi\r\nthere","category":"billing"}`,
+		`{"name":"a","Name":"b"}`, `{"nope":1}`, `{"name":{"x":1,"X":2}}`, `{"name":{"x":1},"NAME":2}`,
+		`{"name":"\u00e9","email":null,"subject":true}`, `{"name":"a"} `, `{"name":"a"}{}`, `{}`,
+		`{"nam\u0065":"escaped key"}`, `{"ſ":1,"s":2}`, `{"K":1,"k":2}`, `{"name":[1]}`, `{"name":"a",}`,
+	} {
+		f.Add([]byte(s))
+	}
+	fields := jsonFields(&publicInquiry{})
+	if _, ok := checkFlatKeys([]byte(`{"name":"Ada","email":"ada@example.com","subject":"s","message":"Hi\r\n","category":"b"}`), fields); !ok {
+		f.Fatal("a public intake's body is not read by the flat reader")
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		flat, ok := checkFlatKeys(body, fields)
+		if !ok {
+			return
+		}
+		tokens := checkKeysTokens(body, fields)
+		if (flat == nil) != (tokens == nil) || (flat != nil && flat.Error() != tokens.Error()) {
+			t.Fatalf("flat: %v; tokens: %v", flat, tokens)
+		}
+	})
+}

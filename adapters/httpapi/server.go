@@ -17,6 +17,7 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -28,6 +29,7 @@ import (
 	"github.com/casebook/casebook/domain"
 	"github.com/casebook/casebook/eventstore"
 	"github.com/casebook/casebook/internal/buildinfo"
+	"github.com/casebook/casebook/internal/flatjson"
 	"github.com/casebook/casebook/queries"
 	"github.com/casebook/casebook/tenancy"
 )
@@ -386,12 +388,24 @@ func isJSON(ct string) bool {
 	return true
 }
 
-// jsonFields are the JSON names of the fields of the struct v points to.
+// fieldSets caches jsonFields by type: reflect.Type → map[string]bool, never written after.
+var fieldSets sync.Map
+
+// jsonFields are the JSON names of the fields of the struct v points to. The map is shared: read
+// it only.
 func jsonFields(v any) map[string]bool {
 	t := reflect.TypeOf(v)
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
+	if m, ok := fieldSets.Load(t); ok {
+		return m.(map[string]bool)
+	}
+	m, _ := fieldSets.LoadOrStore(t, structFields(t))
+	return m.(map[string]bool)
+}
+
+func structFields(t reflect.Type) map[string]bool {
 	out := map[string]bool{}
 	if t.Kind() != reflect.Struct {
 		return out
@@ -410,8 +424,76 @@ func jsonFields(v any) map[string]bool {
 
 // checkKeys refuses a top-level key that is not in fields (exact spelling), and in every object a
 // key given twice or two keys that differ only in case. It reads up to the end of the first value;
-// what follows is left to the decoder.
+// what follows is left to the decoder. A flat body (flatjson's: what public intake sends) is read
+// without encoding/json's tokenizer, with the same outcome (FuzzCheckKeysFlat).
 func checkKeys(body []byte, fields map[string]bool) error {
+	if err, ok := checkFlatKeys(body, fields); ok {
+		return err
+	}
+	return checkKeysTokens(body, fields)
+}
+
+// checkFlatKeys is checkKeys for a body flatjson reads, in the same order; ok is false when it
+// does not read body, and the caller must then check it another way.
+func checkFlatKeys(body []byte, fields map[string]bool) (err error, ok bool) {
+	var seen [16][]byte // the keys so far: top-level ones, and nested ones as "outer.inner"
+	keys := seen[:0]
+	handled := flatjson.Each(body, func(key, _ []byte, _ flatjson.Kind) {
+		if err != nil {
+			return
+		}
+		if bytes.IndexByte(key, '.') < 0 && !fields[string(key)] {
+			err = badRequest("body must be a JSON object with documented fields only: unknown field " + strconv.Quote(truncate(string(key))))
+			return
+		}
+		for _, k := range keys {
+			if sameFolded(k, key) {
+				_, inner, _ := bytes.Cut(key, []byte("."))
+				if inner == nil {
+					inner = key
+				}
+				err = badRequest("field " + strconv.Quote(truncate(string(inner))) + " given more than once (keys are compared ignoring case)")
+				return
+			}
+		}
+		keys = append(keys, key)
+	})
+	return err, handled
+}
+
+// sameFolded reports whether strings.ToLower makes a and b equal.
+func sameFolded(a, b []byte) bool {
+	ascii := func(s []byte) bool {
+		for _, c := range s {
+			if c >= utf8.RuneSelf {
+				return false
+			}
+		}
+		return true
+	}
+	if !ascii(a) || !ascii(b) {
+		return strings.ToLower(string(a)) == strings.ToLower(string(b))
+	}
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		x, y := a[i], b[i]
+		if 'A' <= x && x <= 'Z' {
+			x += 'a' - 'A'
+		}
+		if 'A' <= y && y <= 'Z' {
+			y += 'a' - 'A'
+		}
+		if x != y {
+			return false
+		}
+	}
+	return true
+}
+
+// checkKeysTokens is checkKeys for any body, with encoding/json's tokenizer.
+func checkKeysTokens(body []byte, fields map[string]bool) error {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	type object struct{ keys map[string]bool }
 	var stack []*object // nil entries stand for arrays
