@@ -12,7 +12,7 @@ FUZZTIME ?= 20000x
 FUZZ     := ./adapters/httpapi:FuzzIntakeDecode ./commands:FuzzNormalize \
             ./adapters/slack/callbacks:FuzzVerify ./adapters/slack/callbacks:FuzzParseInteraction \
             ./projections/querymodel:FuzzFastDecodeMatchesJSON ./internal/flatjson:FuzzEachOnlyValidJSON \
-            ./commands:FuzzFingerprintMatchesJSON ./adapters/httpapi:FuzzCheckKeysFlat \
+            ./commands:FuzzFingerprintMatchesJSON ./adapters/httpapi:FuzzCheckKeysFlat ./domain:FuzzMetadataAppendJSON \
             ./eventstore/sealed:FuzzTenantOf ./eventstore/sealed:FuzzOpenMembers
 
 .PHONY: help run build test test-race test-short lint bench fuzz tidy client

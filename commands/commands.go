@@ -17,7 +17,6 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base32"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -495,9 +494,9 @@ func (e eventIDs) id(i int) string {
 
 // append appends evs to stream under meta, with the ids ids names.
 func (h *Handler) append(ctx context.Context, stream string, exp eventstore.ExpectedRevision, evs []domain.Event, meta domain.Metadata, ids eventIDs) (eventstore.AppendResult, error) {
-	mb, err := json.Marshal(meta)
-	if err != nil {
-		return eventstore.AppendResult{}, err
+	mb := meta.AppendJSON(nil)
+	if mb == nil {
+		return eventstore.AppendResult{}, fmt.Errorf("metadata: occurred_at %s cannot be written in RFC 3339", meta.OccurredAt)
 	}
 	data := make([]eventstore.EventData, len(evs))
 	for i, e := range evs {

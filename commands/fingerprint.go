@@ -4,7 +4,6 @@ import (
 	"crypto/sha256"
 	"encoding/base32"
 	"encoding/json"
-	"unicode/utf8"
 
 	"github.com/casebook/casebook/domain"
 )
@@ -40,19 +39,19 @@ func appendParts(b []byte, parts []any) ([]byte, bool) {
 		}
 		switch v := p.(type) {
 		case string:
-			b = appendJSONString(b, v)
+			b = domain.AppendJSONString(b, v)
 		case domain.Source:
-			b = appendJSONString(b, string(v))
+			b = domain.AppendJSONString(b, string(v))
 		case domain.PrincipalID:
-			b = appendJSONString(b, string(v))
+			b = domain.AppendJSONString(b, string(v))
 		case domain.Requester:
 			b = append(b, `{"name":`...)
-			b = appendJSONString(b, v.Name)
+			b = domain.AppendJSONString(b, v.Name)
 			b = append(b, `,"email":`...)
-			b = appendJSONString(b, v.Email)
+			b = domain.AppendJSONString(b, v.Email)
 			if v.SlackUser != "" {
 				b = append(b, `,"slack_user":`...)
-				b = appendJSONString(b, v.SlackUser)
+				b = domain.AppendJSONString(b, v.SlackUser)
 			}
 			b = append(b, '}')
 		case nil:
@@ -62,60 +61,4 @@ func appendParts(b []byte, parts []any) ([]byte, bool) {
 		}
 	}
 	return append(b, ']'), true
-}
-
-const hexDigits = "0123456789abcdef"
-
-// appendJSONString appends s as encoding/json's Marshal writes a string: HTML-safe (<, > and &
-// escaped), invalid UTF-8 as U+FFFD, and U+2028 and U+2029 escaped.
-func appendJSONString(b []byte, s string) []byte {
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
-				i++
-				continue
-			}
-			b = append(b, s[start:i]...)
-			switch c {
-			case '\\', '"':
-				b = append(b, '\\', c)
-			case '\b':
-				b = append(b, '\\', 'b')
-			case '\f':
-				b = append(b, '\\', 'f')
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			b = append(b, s[start:i]...)
-			b = append(b, `\ufffd`...)
-			i += size
-			start = i
-			continue
-		}
-		if r == '\u2028' || r == '\u2029' {
-			b = append(b, s[start:i]...)
-			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xF])
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
 }
