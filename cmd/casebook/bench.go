@@ -66,6 +66,7 @@ func bench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
+	setServerGC(os.Getenv) // as serve's, for both Casebook and the baseline
 	explicitDir := false
 	fs.Visit(func(f *flag.Flag) { explicitDir = explicitDir || f.Name == "data-dir" })
 	if *n < 1 || *conc < 1 || *rounds < 1 || *visN < 1 {

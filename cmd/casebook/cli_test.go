@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"runtime/debug"
 	"strings"
 	"testing"
 	"time"
@@ -257,5 +258,29 @@ func TestTenantCacheTTLFlag(t *testing.T) {
 	t.Setenv("CASEBOOK_TENANT_CACHE_TTL", "3s")
 	if got, err := parse(); err != nil || got != 3*time.Second {
 		t.Errorf("from the environment: %v, %v; want 3s", got, err)
+	}
+}
+
+// TestServerGC: serve and bench run the collector at serverGCPercent unless GOGC is set.
+func TestServerGC(t *testing.T) {
+	prev := debug.SetGCPercent(100)
+	t.Cleanup(func() { debug.SetGCPercent(prev) })
+	if !setServerGC(func(string) string { return "" }) {
+		t.Fatal("setServerGC without GOGC did nothing")
+	}
+	if got := debug.SetGCPercent(100); got != serverGCPercent {
+		t.Fatalf("GC percent without GOGC = %d, want %d", got, serverGCPercent)
+	}
+	env := func(k string) string {
+		if k == "GOGC" {
+			return "50"
+		}
+		return ""
+	}
+	if setServerGC(env) {
+		t.Fatal("setServerGC overrode GOGC")
+	}
+	if got := debug.SetGCPercent(100); got != 100 {
+		t.Fatalf("GC percent with GOGC set = %d, want it untouched (100)", got)
 	}
 }

@@ -20,6 +20,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/debug"
 	"syscall"
 	"time"
 
@@ -235,6 +236,22 @@ func (sf *storageFlags) config(log *slog.Logger) app.Config {
 		SlackResponseURLPrefix: envOr("CASEBOOK_SLACK_RESPONSE_URL_PREFIX", "")}
 }
 
+// serverGCPercent is the garbage collector's target (GOGC) of serve and bench when the
+// environment sets none. Through casebook serve on Postgres with 32 clients on two cores, 200
+// against the runtime's 100 cut the process's CPU per intake by about 7 % and served 2,656-2,821
+// against 2,520-2,720 req/s (3 pairs, 2 Dec 2026), with its peak RSS at 176-186 MB against 129-130
+// MB; 400 served no more and reached 258-281 MB.
+const serverGCPercent = 200
+
+// setServerGC sets serverGCPercent unless getenv("GOGC") is set, and reports whether it did.
+func setServerGC(getenv func(string) string) bool {
+	if getenv("GOGC") != "" {
+		return false
+	}
+	debug.SetGCPercent(serverGCPercent)
+	return true
+}
+
 func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	fs, sf := newFlags("serve", stderr)
 	addr := fs.String("addr", envOr("CASEBOOK_ADDR", "127.0.0.1:8080"), "listen address (CASEBOOK_ADDR)")
@@ -266,6 +283,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
+	setServerGC(os.Getenv)
 	if *dueTick <= 0 || *dueClaimTTL <= 0 || *retentionTick <= 0 {
 		return errors.New("serve: --due-tick, --due-claim-ttl and --retention-tick must be positive")
 	}
