@@ -50,7 +50,7 @@ func FuzzCheckKeysFlat(f *testing.F) {
 		`{"name":"Ada","email":"ada@example.com","subject":"Invoice","message":"Hi\r\nthere","category":"billing"}`,
 		`{"name":"a","Name":"b"}`, `{"nope":1}`, `{"name":{"x":1,"X":2}}`, `{"name":{"x":1},"NAME":2}`,
 		`{"name":"\u00e9","email":null,"subject":true}`, `{"name":"a"} `, `{"name":"a"}{}`, `{}`,
-		`{"nam\u0065":"escaped key"}`, `{"ſ":1,"s":2}`, `{"K":1,"k":2}`, `{"name":[1]}`, `{"name":"a",}`,
+		`{"nam\u0065":"escaped key"}`, `{"ſ":1,"s":2}`, `{"name":{"ſ":1,"s":2}}`, `{"name":{"K":1,"k":2}}`, `{"name":[1]}`, `{"name":"a",}`,
 	} {
 		f.Add([]byte(s))
 	}

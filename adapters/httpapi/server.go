@@ -472,7 +472,8 @@ func sameFolded(a, b []byte) bool {
 		return true
 	}
 	if !ascii(a) || !ascii(b) {
-		return strings.ToLower(string(a)) == strings.ToLower(string(b))
+		// Not EqualFold: checkKeysTokens compares ToLower forms, and EqualFold also folds ſ to s.
+		return strings.ToLower(string(a)) == strings.ToLower(string(b)) //nolint:staticcheck // SA6005, as above
 	}
 	if len(a) != len(b) {
 		return false
