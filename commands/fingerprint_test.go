@@ -2,6 +2,7 @@ package commands
 
 import (
 	"encoding/json"
+	"reflect"
 	"testing"
 	"time"
 
@@ -41,6 +42,15 @@ func TestFingerprintMatchesJSON(t *testing.T) {
 			t.Errorf("appendParts(%q) (-json.Marshal +got):\n%s", parts, diff)
 		}
 	}
+	// Every field of a Requester, set, is written as json.Marshal writes it: a field added
+	// without appendParts learning it fails here.
+	full := []any{domain.Requester{Name: "n", Email: "e", SlackUser: "s"}}
+	if n := reflect.TypeFor[domain.Requester]().NumField(); n != 3 {
+		t.Errorf("domain.Requester has %d fields; appendParts writes 3", n)
+	}
+	if got, _ := appendParts(nil, full); string(got) != mustMarshal(t, full) {
+		t.Errorf("appendParts(%v) = %s, want %s", full, got, mustMarshal(t, full))
+	}
 	// The intake's parts take the fast path.
 	if _, ok := appendParts(nil, fingerprintCases()[3]); !ok {
 		t.Error("an intake's parts fell back to json.Marshal")
@@ -50,6 +60,15 @@ func TestFingerprintMatchesJSON(t *testing.T) {
 	if got, want := fingerprint(parts...), "WYHHTEKUSJHONZIGEDO3OTORRQ"; got != want {
 		t.Errorf("fingerprint = %s, want %s", got, want)
 	}
+}
+
+func mustMarshal(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }
 
 func FuzzFingerprintMatchesJSON(f *testing.F) {

@@ -2,9 +2,38 @@ package domain
 
 import (
 	"encoding/json"
+	"fmt"
+	"reflect"
 	"testing"
 	"time"
 )
+
+// TestMetadataAppendJSONKnowsEveryField: every field of Metadata, set, is written as
+// json.Marshal writes it, so a field added without AppendJSON learning it fails here.
+func TestMetadataAppendJSONKnowsEveryField(t *testing.T) {
+	var m Metadata
+	v := reflect.ValueOf(&m).Elem()
+	for i := range v.NumField() {
+		f := v.Field(i)
+		switch {
+		case f.Type() == reflect.TypeFor[time.Time]():
+			f.Set(reflect.ValueOf(time.Date(2026, 12, 2, 9, 0, i, 5000, time.UTC)))
+		case f.Kind() == reflect.String:
+			f.SetString(fmt.Sprintf("<v%d>", i))
+		case f.Kind() == reflect.Int:
+			f.SetInt(int64(i + 1))
+		default:
+			t.Fatalf("Metadata.%s is a %s: teach AppendJSON and this test about it", v.Type().Field(i).Name, f.Kind())
+		}
+	}
+	want, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := m.AppendJSON(nil); string(got) != string(want) {
+		t.Errorf("AppendJSON = %s\njson.Marshal = %s", got, want)
+	}
+}
 
 // TestMetadataAppendJSON: the metadata every command stores is json.Marshal's text.
 func TestMetadataAppendJSON(t *testing.T) {
