@@ -55,11 +55,11 @@ func FuzzCheckKeysFlat(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	fields := jsonFields(&publicInquiry{})
-	if _, ok := checkFlatKeys([]byte(`{"name":"Ada","email":"ada@example.com","subject":"s","message":"Hi\r\n","category":"b"}`), fields); !ok {
+	if ok, _ := checkFlatKeys([]byte(`{"name":"Ada","email":"ada@example.com","subject":"s","message":"Hi\r\n","category":"b"}`), fields); !ok {
 		f.Fatal("a public intake's body is not read by the flat reader")
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		flat, ok := checkFlatKeys(body, fields)
+		ok, flat := checkFlatKeys(body, fields)
 		if !ok {
 			return
 		}

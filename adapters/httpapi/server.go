@@ -427,18 +427,18 @@ func structFields(t reflect.Type) map[string]bool {
 // what follows is left to the decoder. A flat body (flatjson's: what public intake sends) is read
 // without encoding/json's tokenizer, with the same outcome (FuzzCheckKeysFlat).
 func checkKeys(body []byte, fields map[string]bool) error {
-	if err, ok := checkFlatKeys(body, fields); ok {
+	if handled, err := checkFlatKeys(body, fields); handled {
 		return err
 	}
 	return checkKeysTokens(body, fields)
 }
 
-// checkFlatKeys is checkKeys for a body flatjson reads, in the same order; ok is false when it
-// does not read body, and the caller must then check it another way.
-func checkFlatKeys(body []byte, fields map[string]bool) (err error, ok bool) {
+// checkFlatKeys is checkKeys for a body flatjson reads, in the same order; handled is false when
+// it does not read body, and the caller must then check it another way.
+func checkFlatKeys(body []byte, fields map[string]bool) (handled bool, err error) {
 	var seen [16][]byte // the keys so far: top-level ones, and nested ones as "outer.inner"
 	keys := seen[:0]
-	handled := flatjson.Each(body, func(key, _ []byte, _ flatjson.Kind) {
+	handled = flatjson.Each(body, func(key, _ []byte, _ flatjson.Kind) {
 		if err != nil {
 			return
 		}
@@ -458,7 +458,7 @@ func checkFlatKeys(body []byte, fields map[string]bool) (err error, ok bool) {
 		}
 		keys = append(keys, key)
 	})
-	return err, handled
+	return handled, err
 }
 
 // sameFolded reports whether strings.ToLower makes a and b equal.
