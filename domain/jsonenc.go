@@ -1,6 +1,7 @@
 package domain
 
 import (
+	"strconv"
 	"time"
 	"unicode/utf8"
 )
@@ -34,31 +35,8 @@ func (m Metadata) AppendJSON(b []byte) []byte {
 	b = append(b, `,"occurred_at":"`...)
 	b = m.OccurredAt.AppendFormat(b, time.RFC3339Nano)
 	b = append(b, `","schema_version":`...)
-	b = appendInt(b, m.SchemaVersion)
+	b = strconv.AppendInt(b, int64(m.SchemaVersion), 10)
 	return append(b, '}')
-}
-
-func appendInt(b []byte, n int) []byte {
-	if n < 0 {
-		b = append(b, '-')
-		u := uint64(-(n + 1)) + 1
-		return appendUint(b, u)
-	}
-	return appendUint(b, uint64(n))
-}
-
-func appendUint(b []byte, u uint64) []byte {
-	var d [20]byte
-	i := len(d)
-	for {
-		i--
-		d[i] = byte('0' + u%10)
-		u /= 10
-		if u == 0 {
-			break
-		}
-	}
-	return append(b, d[i:]...)
 }
 
 const hexDigits = "0123456789abcdef"
