@@ -14,3 +14,6 @@ func HandAtCommit(conn *sql.Conn, q string) bool {
 	})
 	return handed
 }
+
+// PostgresConns exposes postgresConns.
+func PostgresConns(procs int) int32 { return postgresConns(procs) }

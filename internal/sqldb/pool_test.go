@@ -12,7 +12,12 @@ import (
 // and 16, unless the URL sets its own size.
 func TestOpenPostgresPoolSize(t *testing.T) {
 	t.Parallel()
-	want := int32(min(max(2*runtime.GOMAXPROCS(0), 4), 16))
+	for procs, want := range map[int]int32{1: 4, 2: 4, 3: 6, 5: 10, 8: 16, 9: 16, 64: 16} {
+		if got := sqldb.PostgresConns(procs); got != want {
+			t.Errorf("a pool on %d cores holds %d connections, want %d", procs, got, want)
+		}
+	}
+	want := sqldb.PostgresConns(runtime.GOMAXPROCS(0))
 	if got := sqldb.DefaultPostgresConns(); got != want {
 		t.Fatalf("DefaultPostgresConns() = %d with GOMAXPROCS %d, want %d", got, runtime.GOMAXPROCS(0), want)
 	}

@@ -462,7 +462,10 @@ func (c *CopyRows) reader() io.Reader {
 // pool per process"). Sixteen concurrent commits already share the server's WAL flushes, and the
 // pool keeps its idle connections, so a larger default would mostly hold server slots that other
 // replicas and programs need.
-func DefaultPostgresConns() int32 { return int32(min(max(2*runtime.GOMAXPROCS(0), 4), 16)) }
+func DefaultPostgresConns() int32 { return postgresConns(runtime.GOMAXPROCS(0)) }
+
+// postgresConns is DefaultPostgresConns for a process of procs usable cores.
+func postgresConns(procs int) int32 { return int32(min(max(2*procs, 4), 16)) }
 
 // OpenPostgres opens a pooled Postgres handle. The URL is a pgx connection string
 // (postgres://user@host:5432/db?sslmode=…; search_path may be set as a parameter, and
