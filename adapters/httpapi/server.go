@@ -443,7 +443,7 @@ func checkFlatKeys(body []byte, fields map[string]bool) (handled bool, err error
 			return
 		}
 		if bytes.IndexByte(key, '.') < 0 && !fields[string(key)] {
-			err = badRequest("body must be a JSON object with documented fields only: unknown field " + strconv.Quote(truncate(string(key))))
+			err = unknownField(string(key))
 			return
 		}
 		for _, k := range keys {
@@ -452,13 +452,22 @@ func checkFlatKeys(body []byte, fields map[string]bool) (handled bool, err error
 				if inner == nil {
 					inner = key
 				}
-				err = badRequest("field " + strconv.Quote(truncate(string(inner))) + " given more than once (keys are compared ignoring case)")
+				err = repeatedField(string(inner))
 				return
 			}
 		}
 		keys = append(keys, key)
 	})
 	return handled, err
+}
+
+// unknownField and repeatedField are checkKeys' refusals, on either path.
+func unknownField(key string) error {
+	return badRequest("body must be a JSON object with documented fields only: unknown field " + strconv.Quote(truncate(key)))
+}
+
+func repeatedField(key string) error {
+	return badRequest("field " + strconv.Quote(truncate(key)) + " given more than once (keys are compared ignoring case)")
 }
 
 // sameFolded reports whether strings.ToLower makes a and b equal.
@@ -524,10 +533,10 @@ func checkKeysTokens(body []byte, fields map[string]bool) error {
 				o := stack[len(stack)-1]
 				folded := strings.ToLower(t)
 				if len(stack) == 1 && !fields[t] {
-					return badRequest("body must be a JSON object with documented fields only: unknown field " + strconv.Quote(truncate(t)))
+					return unknownField(t)
 				}
 				if o.keys[folded] {
-					return badRequest("field " + strconv.Quote(truncate(t)) + " given more than once (keys are compared ignoring case)")
+					return repeatedField(t)
 				}
 				o.keys[folded] = true
 				expectKey = false
