@@ -2,6 +2,9 @@ package projections
 
 import (
 	"context"
+	"fmt"
+	"math"
+	"reflect"
 	"strings"
 
 	"github.com/casebook/casebook/internal/sqldb"
@@ -28,31 +31,49 @@ func RowCounts(n, max int) []int {
 	return out
 }
 
-// ExecRows writes rows with multi-row statements in the batch's transaction: head + " VALUES " +
-// one (?, …) group of width marks per row + tail, in row counts from RowCounts on SQLite and in
-// statements of up to 256 rows on Postgres. args holds the rows' values one row after the other
-// (width each).
+// ExecRows writes rows in the batch's transaction: head ("INSERT INTO t (a, b, …)") + the rows +
+// tail. types names each column's Postgres type, in head's order: "text" or "bigint" (which also
+// fills an INTEGER column). args holds the rows' values one row after the other, len(types) each;
+// a value is a string for text, an integer for bigint, or nil (NULL).
 //
-// On SQLite a head "INSERT INTO …" runs as INSERT OR FAIL: a row that breaks a constraint fails
-// the statement without undoing the rows before it, which spares SQLite the statement journal (a
-// copy, written to a temporary file, of each page the statement changes that the transaction had
-// already changed). The failed statement fails Apply, and the runtime rolls back the batch's
-// transaction (or, applying events one by one, the event's savepoint), rows and all.
-func (b *Batch) ExecRows(ctx context.Context, head, tail string, width int, args []any) error {
-	return b.execRows(ctx, head, tail, width, args, b.Exec)
+// On Postgres the rows travel as one array per column, in one statement of one text whatever the
+// row count (INSERT … SELECT * FROM unnest(…)): a text per row count would be prepared anew on
+// each connection and planned at every run (a plan is kept only after five runs of one text),
+// which cost Postgres more than writing the rows.
+//
+// On SQLite they go in multi-row VALUES statements of row counts from RowCounts, and a head
+// "INSERT INTO …" runs as INSERT OR FAIL: a row that breaks a constraint fails the statement
+// without undoing the rows before it, which spares SQLite the statement journal (a copy, written
+// to a temporary file, of each page the statement changes that the transaction had already
+// changed). The failed statement fails Apply, and the runtime rolls back the batch's transaction
+// (or, applying events one by one, the event's savepoint), rows and all.
+func (b *Batch) ExecRows(ctx context.Context, head, tail string, types []string, args []any) error {
+	return b.execRows(ctx, head, tail, types, args, b.Exec)
 }
 
 // ExecRowsAtCommit is ExecRows with its statements run by ExecAtCommit: for rows Apply does not
 // read back.
-func (b *Batch) ExecRowsAtCommit(ctx context.Context, head, tail string, width int, args []any) error {
-	return b.execRows(ctx, head, tail, width, args, b.ExecAtCommit)
+func (b *Batch) ExecRowsAtCommit(ctx context.Context, head, tail string, types []string, args []any) error {
+	return b.execRows(ctx, head, tail, types, args, b.ExecAtCommit)
 }
 
-func (b *Batch) execRows(ctx context.Context, head, tail string, width int, args []any, exec func(context.Context, string, ...any) error) error {
-	if b.DB.Dialect == sqldb.SQLite {
-		if rest, ok := strings.CutPrefix(head, "INSERT INTO "); ok {
-			head = "INSERT OR FAIL INTO " + rest
+func (b *Batch) execRows(ctx context.Context, head, tail string, types []string, args []any, exec func(context.Context, string, ...any) error) error {
+	width := len(types)
+	if width == 0 || len(args)%width != 0 {
+		return fmt.Errorf("projections: %d values for rows of %d columns", len(args), width)
+	}
+	if len(args) == 0 {
+		return nil
+	}
+	if b.DB.Dialect == sqldb.Postgres {
+		q, arrays, err := unnestRows(types, args)
+		if err != nil {
+			return fmt.Errorf("projections: %s: %w", head, err)
 		}
+		return exec(ctx, head+q+tail, arrays...)
+	}
+	if rest, ok := strings.CutPrefix(head, "INSERT INTO "); ok {
+		head = "INSERT OR FAIL INTO " + rest
 	}
 	n := len(args) / width
 	limit := maxRowsPerStatement
@@ -60,17 +81,8 @@ func (b *Batch) execRows(ctx context.Context, head, tail string, width int, args
 		limit /= 2
 	}
 	group := "(" + strings.TrimSuffix(strings.Repeat("?, ", width), ", ") + ")"
-	counts := RowCounts(n, limit)
-	if b.DB.Dialect == sqldb.Postgres {
-		// pgx prepares each text anew on a connection too, but a round trip per statement
-		// costs more there than a text per row count: one statement per limit rows.
-		counts = counts[:0]
-		for rest := n; rest > 0; rest -= min(rest, limit) {
-			counts = append(counts, min(rest, limit))
-		}
-	}
 	i := 0
-	for _, c := range counts {
+	for _, c := range RowCounts(n, limit) {
 		q := head + " VALUES " + strings.TrimSuffix(strings.Repeat(group+", ", c), ", ") + tail
 		if err := exec(ctx, q, args[i*width:(i+c)*width]...); err != nil {
 			return err
@@ -78,6 +90,109 @@ func (b *Batch) execRows(ctx context.Context, head, tail string, width int, args
 		i += c
 	}
 	return nil
+}
+
+// Columns splits a column list written with Postgres types ("tenant_id text, version bigint")
+// into the names, comma-separated for an INSERT's column list, and the types, for ExecRows.
+func Columns(decl string) (names string, types []string) {
+	var ns []string
+	for col := range strings.SplitSeq(decl, ",") {
+		f := strings.Fields(col)
+		if len(f) != 2 {
+			panic(fmt.Sprintf("projections: column %q is not a name and a type", col))
+		}
+		ns = append(ns, f[0])
+		types = append(types, f[1])
+	}
+	return strings.Join(ns, ", "), types
+}
+
+// unnestRows returns the SELECT that reads rows from one array per column, and the arrays:
+// []string or []int64, or []*string or []*int64 for a column that holds a NULL.
+func unnestRows(types []string, args []any) (string, []any, error) {
+	width, n := len(types), len(args)/len(types)
+	var q strings.Builder
+	q.WriteString(" SELECT * FROM unnest(")
+	arrays := make([]any, width)
+	for c, typ := range types {
+		if c > 0 {
+			q.WriteString(", ")
+		}
+		q.WriteString("?::" + typ + "[]")
+		var err error
+		switch typ {
+		case "text":
+			arrays[c], err = column(args, c, width, n, stringOf)
+		case "bigint":
+			arrays[c], err = column(args, c, width, n, int64Of)
+		default:
+			err = fmt.Errorf("column %d: type %q is neither text nor bigint", c+1, typ)
+		}
+		if err != nil {
+			return "", nil, err
+		}
+	}
+	q.WriteString(")")
+	return q.String(), arrays, nil
+}
+
+// column gathers column c of the rows in args: a []T, or a []*T when a value is nil.
+func column[T any](args []any, c, width, n int, as func(any) (T, bool)) (any, error) {
+	vals := make([]T, n)
+	var nulls []bool
+	for r := range n {
+		v := args[r*width+c]
+		if v == nil {
+			if nulls == nil {
+				nulls = make([]bool, n)
+			}
+			nulls[r] = true
+			continue
+		}
+		t, ok := as(v)
+		if !ok {
+			return nil, fmt.Errorf("row %d column %d: a %T for %T", r+1, c+1, v, vals[0])
+		}
+		vals[r] = t
+	}
+	if nulls == nil {
+		return vals, nil
+	}
+	ptrs := make([]*T, n)
+	for r := range n {
+		if !nulls[r] {
+			ptrs[r] = &vals[r]
+		}
+	}
+	return ptrs, nil
+}
+
+// stringOf is v as a string: a string, or a value of a string kind (domain.TenantID).
+func stringOf(v any) (string, bool) {
+	if s, ok := v.(string); ok {
+		return s, true
+	}
+	if r := reflect.ValueOf(v); r.Kind() == reflect.String {
+		return r.String(), true
+	}
+	return "", false
+}
+
+// int64Of is v as an int64: a value of any integer kind that fits.
+func int64Of(v any) (int64, bool) {
+	switch v := v.(type) {
+	case int64:
+		return v, true
+	case int:
+		return int64(v), true
+	}
+	switch r := reflect.ValueOf(v); r.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return r.Int(), true
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+		return int64(r.Uint()), r.Uint() <= math.MaxInt64
+	}
+	return 0, false
 }
 
 // SizeClass is the power of two at or above n (n ≥ 1). Multi-row statements on SQLite are written

@@ -5,12 +5,15 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/casebook/casebook/internal/dbtest"
 	"github.com/casebook/casebook/internal/sqldb"
@@ -28,9 +31,10 @@ func TestRowCounts(t *testing.T) {
 	}
 }
 
-// TestExecRows: rows go in with multi-row statements of power-of-two row counts; a row that
-// breaks a constraint fails the statement, and rolling back to the savepoint before it (as the
-// runtime does with a failed batch) leaves none of the statement's rows, on both backends.
+// TestExecRows: rows go in with multi-row statements (of power-of-two row counts on SQLite, one
+// on Postgres); a row that breaks a constraint fails the statement, and rolling back to the
+// savepoint before it (as the runtime does with a failed batch) leaves none of the statement's
+// rows, on both backends.
 func TestExecRows(t *testing.T) {
 	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, db *sqldb.DB) {
@@ -38,6 +42,7 @@ func TestExecRows(t *testing.T) {
 		if _, err := db.ExecContext(ctx, `CREATE TABLE rows_t (k TEXT NOT NULL PRIMARY KEY, n BIGINT NOT NULL)`); err != nil {
 			t.Fatal(err)
 		}
+		cols, types := Columns("k text, n bigint")
 		n0 := db.Statements()
 		err := sqldb.InConnTx(ctx, db, func(tx *sqldb.Tx) error {
 			b := &Batch{Tx: tx.Tx, DB: db, conn: tx}
@@ -45,14 +50,14 @@ func TestExecRows(t *testing.T) {
 			for i := range 7 {
 				args = append(args, fmt.Sprint("k", i), i)
 			}
-			if err := b.ExecRows(ctx, `INSERT INTO rows_t (k, n)`, ` ON CONFLICT (k) DO NOTHING`, 2, args); err != nil {
+			if err := b.ExecRows(ctx, `INSERT INTO rows_t (`+cols+`)`, ` ON CONFLICT (k) DO NOTHING`, types, args); err != nil {
 				return err
 			}
 			if err := b.Exec(ctx, "SAVEPOINT batch"); err != nil {
 				return err
 			}
 			bad := []any{"x1", 1, "x2", 2, "x3", nil, "x4", 4} // the third row breaks NOT NULL
-			if err := b.ExecRows(ctx, `INSERT INTO rows_t (k, n)`, ` ON CONFLICT (k) DO NOTHING`, 2, bad); err == nil {
+			if err := b.ExecRows(ctx, `INSERT INTO rows_t (`+cols+`)`, ` ON CONFLICT (k) DO NOTHING`, types, bad); err == nil {
 				t.Error("a row with a NULL in a NOT NULL column was written")
 			}
 			return b.Exec(ctx, "ROLLBACK TO SAVEPOINT batch")
@@ -79,6 +84,169 @@ func TestExecRows(t *testing.T) {
 	})
 }
 
+// tenant is a named string type, as the domain's ids are.
+type tenant string
+
+// TestExecRowsValues: what ExecRows writes reads back the same on both backends, NULLs and all,
+// with values of named string and integer types; a column of NULLs only; an upsert's tail; and on
+// Postgres, one statement text whatever the row count, 600 rows included.
+func TestExecRowsValues(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, db *sqldb.DB) {
+		ctx := t.Context()
+		if _, err := db.ExecContext(ctx, `CREATE TABLE vals_t (t TEXT NOT NULL, k TEXT NOT NULL, n BIGINT, i INTEGER NOT NULL,
+			s TEXT, z BIGINT, PRIMARY KEY (t, k))`); err != nil {
+			t.Fatal(err)
+		}
+		cols, types := Columns("t text, k text, n bigint, i bigint, s text, z bigint")
+		const tail = ` ON CONFLICT (t, k) DO UPDATE SET n = excluded.n`
+		type row struct {
+			T, K string
+			N    *int64
+			I    int64
+			S    *string
+			Z    *int64
+		}
+		var want []row
+		var rowsOf [][]any
+		for _, count := range []int{1, 3, 600} {
+			var args []any
+			for r := range count {
+				k := fmt.Sprintf("%d-%03d", count, r)
+				var n, s any
+				w := row{T: "acme", K: k, I: int64(r % 7)}
+				if r%2 == 0 {
+					v := int64(r) << 40
+					n, w.N = v, &v
+				}
+				if r%3 == 0 {
+					v := "ünïcode " + k
+					s, w.S = v, &v
+				}
+				args = append(args, tenant("acme"), k, n, uint32(r%7), s, nil)
+				want = append(want, w)
+			}
+			rowsOf = append(rowsOf, args)
+		}
+		ctx, log := sqldb.WithStatementLog(ctx)
+		err := sqldb.InConnTx(ctx, db, func(tx *sqldb.Tx) error {
+			b := &Batch{Tx: tx.Tx, DB: db, conn: tx}
+			for _, args := range rowsOf {
+				if err := b.ExecRowsAtCommit(ctx, `INSERT INTO vals_t (`+cols+`)`, tail, types, args); err != nil {
+					return err
+				}
+			}
+			// The upsert's tail runs: the first row's n changes.
+			return b.ExecRowsAtCommit(ctx, `INSERT INTO vals_t (`+cols+`)`, tail, types, []any{"acme", "1-000", 5, 0, nil, nil})
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		five := int64(5)
+		want[0].N = &five
+		rows, err := db.QueryContext(ctx, `SELECT t, k, n, i, s, z FROM vals_t ORDER BY k`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		var got []row
+		for rows.Next() {
+			var r row
+			if err := rows.Scan(&r.T, &r.K, &r.N, &r.I, &r.S, &r.Z); err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, r)
+		}
+		if err := rows.Err(); err != nil {
+			t.Fatal(err)
+		}
+		slices.SortFunc(want, func(a, b row) int { return strings.Compare(a.K, b.K) })
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Fatalf("rows (-want +got):\n%s", diff)
+		}
+		if db.Dialect != sqldb.Postgres {
+			return
+		}
+		texts := map[string]bool{}
+		for _, q := range log.Statements() {
+			if strings.HasPrefix(q, "INSERT INTO vals_t") {
+				texts[q] = true
+			}
+		}
+		if len(texts) != 1 {
+			t.Fatalf("%d statement texts for rows of 1, 3, 600 and 1 (want one): %v", len(texts), slices.Collect(maps.Keys(texts)))
+		}
+	})
+}
+
+// TestExecRowsRefuses: a value that is not of its column's declared type, a type ExecRows does not
+// know, and values that are not whole rows are refused before anything is sent.
+func TestExecRowsRefuses(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, db *sqldb.DB) {
+		ctx := t.Context()
+		if _, err := db.ExecContext(ctx, `CREATE TABLE ref_t (k TEXT NOT NULL PRIMARY KEY, n BIGINT)`); err != nil {
+			t.Fatal(err)
+		}
+		_, types := Columns("k text, n bigint")
+		for _, c := range []struct {
+			name  string
+			types []string
+			args  []any
+		}{
+			{"not whole rows", types, []any{"a", 1, "b"}},
+			{"no columns", nil, []any{"a"}},
+		} {
+			err := sqldb.InConnTx(ctx, db, func(tx *sqldb.Tx) error {
+				b := &Batch{Tx: tx.Tx, DB: db, conn: tx}
+				return b.ExecRows(ctx, `INSERT INTO ref_t (k, n)`, "", c.types, c.args)
+			})
+			if err == nil {
+				t.Errorf("%s: accepted", c.name)
+			}
+		}
+		if db.Dialect != sqldb.Postgres {
+			return // SQLite stores what it is given, as its columns' affinity allows
+		}
+		for _, c := range []struct {
+			name  string
+			types []string
+			args  []any
+		}{
+			{"an int for text", types, []any{1, 1}},
+			{"a string for bigint", types, []any{"a", "1"}},
+			{"a uint64 past bigint", types, []any{"a", uint64(1) << 63}},
+			{"an unknown type", []string{"text", "numeric"}, []any{"a", 1}},
+		} {
+			err := sqldb.InConnTx(ctx, db, func(tx *sqldb.Tx) error {
+				b := &Batch{Tx: tx.Tx, DB: db, conn: tx}
+				return b.ExecRows(ctx, `INSERT INTO ref_t (k, n)`, "", c.types, c.args)
+			})
+			if err == nil {
+				t.Errorf("%s: accepted", c.name)
+			}
+		}
+		var n int
+		if err := db.QueryRowContext(ctx, `SELECT count(*) FROM ref_t`).Scan(&n); err != nil || n != 0 {
+			t.Fatalf("%d rows (%v), want none", n, err)
+		}
+	})
+}
+
+func TestColumns(t *testing.T) {
+	t.Parallel()
+	names, types := Columns("tenant_id text,\n\tversion  bigint")
+	if names != "tenant_id, version" || !slices.Equal(types, []string{"text", "bigint"}) {
+		t.Fatalf("Columns = %q, %q", names, types)
+	}
+	defer func() {
+		if recover() == nil {
+			t.Fatal("a column without a type was accepted")
+		}
+	}()
+	Columns("tenant_id text, version")
+}
+
 // BenchmarkExecRowsJournal writes one or two 64-row statements of random keys per transaction on
 // SQLite, through ExecRows (INSERT OR FAIL) and as plain INSERT, and reports the process's write
 // system calls per transaction (Linux): the plain statement also writes SQLite's statement journal.
@@ -94,7 +262,7 @@ func benchmarkExecRowsJournal(b *testing.B, statements int) {
 		exec func(ctx context.Context, bt *Batch, args []any) error
 	}{
 		{"ExecRows", func(ctx context.Context, bt *Batch, args []any) error {
-			return bt.ExecRows(ctx, `INSERT INTO bench_rows (t, e, i, c)`, ` ON CONFLICT (t, e, i) DO NOTHING`, 4, args)
+			return bt.ExecRows(ctx, `INSERT INTO bench_rows (t, e, i, c)`, ` ON CONFLICT (t, e, i) DO NOTHING`, []string{"text", "text", "text", "bigint"}, args)
 		}},
 		{"plain", func(ctx context.Context, bt *Batch, args []any) error {
 			return bt.Exec(ctx, `INSERT INTO bench_rows (t, e, i, c) VALUES `+strings.TrimSuffix(strings.Repeat("(?, ?, ?, ?), ", len(args)/4), ", ")+

@@ -136,6 +136,9 @@ func (*Projection) Prepare(evs []eventstore.RecordedEvent) (any, error) {
 	return out, nil
 }
 
+// rowCols are the columns of the rows prepare gathers, in their order.
+var rowCols, rowTypes = projections.Columns("tenant_id text, inquiry_id text, submitted_by text, external_id text, receipt text, created_at bigint")
+
 // Apply implements projections.Projection: every InquiryReceived with a submitter becomes a row.
 // An inquiry's InquiryReceived comes before its erasure, so the batch's rows are inserted first.
 // Nothing is read back: every statement goes with the commit (projections.Batch.ExecAtCommit).
@@ -145,8 +148,8 @@ func (p *Projection) Apply(ctx context.Context, b *projections.Batch) error {
 		return err
 	}
 	table := b.Gen.Table("portal_inquiries")
-	if err := b.ExecRowsAtCommit(ctx, `INSERT INTO `+table+` (tenant_id, inquiry_id, submitted_by, external_id, receipt, created_at)`,
-		` ON CONFLICT (tenant_id, inquiry_id) DO NOTHING`, 6, pr.rows); err != nil {
+	if err := b.ExecRowsAtCommit(ctx, `INSERT INTO `+table+` (`+rowCols+`)`,
+		` ON CONFLICT (tenant_id, inquiry_id) DO NOTHING`, rowTypes, pr.rows); err != nil {
 		return err
 	}
 	for i := 0; i < len(pr.erased); i += 2 {

@@ -188,6 +188,12 @@ func (p *Projection) Prepare(evs []eventstore.RecordedEvent) (any, error) {
 	return out, nil
 }
 
+// The columns of the rows an InquiryReceived adds (prepare), in their order.
+var (
+	requesterCols, requesterTypes = projections.Columns("tenant_id text, email_index text, inquiry_id text, created_at bigint")
+	retentionCols, retentionTypes = projections.Columns("tenant_id text, inquiry_id text, category text")
+)
+
 // Apply implements projections.Projection. An inquiry's InquiryReceived comes before its other
 // events, so the batch's inserts go first, then its other statements in event order. Nothing is
 // read back, so every statement goes with the commit (projections.Batch.ExecAtCommit).
@@ -197,12 +203,12 @@ func (p *Projection) Apply(ctx context.Context, b *projections.Batch) error {
 		return err
 	}
 	req, ret := b.Gen.Table("privacy_requesters"), b.Gen.Table("privacy_retention")
-	if err := b.ExecRowsAtCommit(ctx, `INSERT INTO `+req+` (tenant_id, email_index, inquiry_id, created_at)`,
-		` ON CONFLICT (tenant_id, email_index, inquiry_id) DO NOTHING`, 4, pr.requesters); err != nil {
+	if err := b.ExecRowsAtCommit(ctx, `INSERT INTO `+req+` (`+requesterCols+`)`,
+		` ON CONFLICT (tenant_id, email_index, inquiry_id) DO NOTHING`, requesterTypes, pr.requesters); err != nil {
 		return err
 	}
-	if err := b.ExecRowsAtCommit(ctx, `INSERT INTO `+ret+` (tenant_id, inquiry_id, category)`,
-		` ON CONFLICT (tenant_id, inquiry_id) DO NOTHING`, 3, pr.retention); err != nil {
+	if err := b.ExecRowsAtCommit(ctx, `INSERT INTO `+ret+` (`+retentionCols+`)`,
+		` ON CONFLICT (tenant_id, inquiry_id) DO NOTHING`, retentionTypes, pr.retention); err != nil {
 		return err
 	}
 	tables := strings.NewReplacer("{req}", req, "{ret}", ret)

@@ -513,12 +513,14 @@ func boolInt(b bool) int64 {
 	return 0
 }
 
-const inquiryCols = `tenant_id, id, receipt, version, status, priority, owner, team, source, category, subject, message,
-	requester_name, requester_email, created_at, updated_at, closed_at, archived, held, erased, retain_until`
+// inquiryCols are qm_inquiries' columns, in the order of the rows the upserts write.
+var inquiryCols, inquiryTypes = projections.Columns(`tenant_id text, id text, receipt text, version bigint, status text,
+	priority text, owner text, team text, source text, category text, subject text, message text, requester_name text,
+	requester_email text, created_at bigint, updated_at bigint, closed_at bigint, archived bigint, held bigint, erased bigint,
+	retain_until bigint`)
 
-var inquiryColumns = []string{"tenant_id", "id", "receipt", "version", "status", "priority", "owner", "team", "source", "category",
-	"subject", "message", "requester_name", "requester_email", "created_at", "updated_at", "closed_at", "archived", "held", "erased",
-	"retain_until"}
+// inquiryColumns are inquiryCols one by one, for COPY.
+var inquiryColumns = strings.Split(inquiryCols, ", ")
 
 // load reads the existing rows of the inquiries a batch touches, except those in skip.
 func load(ctx context.Context, b *projections.Batch, table string, keys, skip map[key]bool) (map[key]*row, error) {
@@ -603,10 +605,10 @@ func upsert(ctx context.Context, b *projections.Batch, table string, rows map[ke
 			fresh = append(fresh, vals...)
 		}
 	}
-	if err := b.ExecRows(ctx, `INSERT INTO `+table+` (`+inquiryCols+`)`, "", 21, fresh); err != nil {
+	if err := b.ExecRows(ctx, `INSERT INTO `+table+` (`+inquiryCols+`)`, "", inquiryTypes, fresh); err != nil {
 		return err
 	}
-	return b.ExecRows(ctx, `INSERT INTO `+table+` (`+inquiryCols+`)`, onConflict+table+`.version < excluded.version`, 21, stored)
+	return b.ExecRows(ctx, `INSERT INTO `+table+` (`+inquiryCols+`)`, onConflict+table+`.version < excluded.version`, inquiryTypes, stored)
 }
 
 // upsertPostgres inserts the rows that are new in this batch and upserts the stored ones. A row that
@@ -752,14 +754,18 @@ func insertTimeline(ctx context.Context, b *projections.Batch, table string, row
 			c.Text(t.data)
 			c.Text(t.command)
 		}
-		return b.CopyFrom(ctx, table, []string{"tenant_id", "inquiry_id", "version", "type", "actor", "occurred_at", "data", "command_id"}, &c)
+		return b.CopyFrom(ctx, table, strings.Split(timelineCols, ", "), &c)
 	}
 	args := make([]any, 0, 8*len(rows))
 	for _, t := range rows {
 		args = append(args, t.tenant, t.id, t.version, t.typ, t.actor, t.at, t.data, t.command)
 	}
-	return b.ExecRows(ctx, `INSERT INTO `+table+` (tenant_id, inquiry_id, version, type, actor, occurred_at, data, command_id)`, "", 8, args)
+	return b.ExecRows(ctx, `INSERT INTO `+table+` (`+timelineCols+`)`, "", timelineTypes, args)
 }
+
+// timelineCols are qm_timeline's columns, in the order insertTimeline writes them.
+var timelineCols, timelineTypes = projections.Columns(`tenant_id text, inquiry_id text, version bigint, type text, actor text,
+	occurred_at bigint, data text, command_id text`)
 
 // CommandRef is the timeline's reference to the command that appended an event: a digest of the
 // command id, which may hold an idempotency key and NUL separators (Postgres text refuses NUL). The

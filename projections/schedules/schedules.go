@@ -377,12 +377,11 @@ func nullNanos(t time.Time) any {
 	return t.UnixNano()
 }
 
-// clockColumns are sla_clock's columns in the order rowArgs gives them.
-const clockColumns = `tenant_id, inquiry_id, version, state, policy, status, priority, team, created_at, first_response_due_at,
-	resolution_due_at, first_responded_at, first_response_secs, resolution_secs, breached, breached_targets, escalation_level,
-	due_at, next_follow_up_at, watchers`
-
-const clockWidth = 20
+// clockColumns are sla_clock's columns in the order rowArgs gives them (INTEGER ones as bigint).
+var clockColumns, clockTypes = projections.Columns(`tenant_id text, inquiry_id text, version bigint, state text, policy text,
+	status text, priority text, team text, created_at bigint, first_response_due_at bigint, resolution_due_at bigint,
+	first_responded_at bigint, first_response_secs bigint, resolution_secs bigint, breached bigint, breached_targets text,
+	escalation_level bigint, due_at bigint, next_follow_up_at bigint, watchers text`)
 
 // pendingCheck is an inquiry whose stored pending jobs must match the jobs its state calls for.
 type pendingCheck struct {
@@ -432,7 +431,7 @@ func (p *Projection) writeAll(ctx context.Context, b *projections.Batch, order [
 // reads no clock after writing it); a stored clock never moves back to an older version.
 func upsertClocks(ctx context.Context, b *projections.Batch, rows [][]any) error {
 	table := b.Gen.Table("sla_clock")
-	args := make([]any, 0, clockWidth*len(rows))
+	args := make([]any, 0, len(clockTypes)*len(rows))
 	for _, r := range rows {
 		args = append(args, r...)
 	}
@@ -442,7 +441,7 @@ func upsertClocks(ctx context.Context, b *projections.Batch, rows [][]any) error
 		resolution_due_at = excluded.resolution_due_at, first_responded_at = excluded.first_responded_at,
 		first_response_secs = excluded.first_response_secs, resolution_secs = excluded.resolution_secs, breached = excluded.breached,
 		breached_targets = excluded.breached_targets, escalation_level = excluded.escalation_level, due_at = excluded.due_at,
-		next_follow_up_at = excluded.next_follow_up_at, watchers = excluded.watchers WHERE `+table+`.version < excluded.version`, clockWidth, args)
+		next_follow_up_at = excluded.next_follow_up_at, watchers = excluded.watchers WHERE `+table+`.version < excluded.version`, clockTypes, args)
 }
 
 // rowArgs computes an inquiry's clock row (clockColumns), its SLA times and their zone.

@@ -24,7 +24,9 @@ func RaiseDesired(ctx context.Context, b *projections.Batch, table string, rows 
 	for _, d := range rows {
 		args = append(args, string(d.Tenant), string(d.Inquiry), int64(d.Version))
 	}
-	return b.ExecRowsAtCommit(ctx, `INSERT INTO `+table+` (tenant_id, inquiry_id, desired_version)`,
+	return b.ExecRowsAtCommit(ctx, `INSERT INTO `+table+` (`+desiredCols+`)`,
 		` ON CONFLICT (tenant_id, inquiry_id) DO UPDATE SET desired_version = CASE WHEN `+table+`.desired_version > excluded.desired_version
-		THEN `+table+`.desired_version ELSE excluded.desired_version END`, 3, args)
+		THEN `+table+`.desired_version ELSE excluded.desired_version END`, desiredTypes, args)
 }
+
+var desiredCols, desiredTypes = projections.Columns("tenant_id text, inquiry_id text, desired_version bigint")
