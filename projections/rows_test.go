@@ -16,6 +16,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/casebook/casebook/internal/dbtest"
+	"github.com/casebook/casebook/internal/pgtest"
 	"github.com/casebook/casebook/internal/sqldb"
 )
 
@@ -431,4 +432,81 @@ func TestByKeysProbesEachPair(t *testing.T) {
 			}
 		}
 	})
+}
+
+// BenchmarkExecRowsPostgres writes batches of 1 to 64 rows of an SLA clock's shape (20 columns,
+// some NULL) in one transaction each (synchronous_commit off, as a subscriber's batch), with the
+// rows sent at commit, and reports the time per row: through ExecRowsAtCommit (one array per
+// column, one text), as the VALUES list it replaced (a text per row count), and with no rows (the
+// transaction's own cost, for reference). Needs TEST_DATABASE_URL.
+func BenchmarkExecRowsPostgres(b *testing.B) {
+	types := []string{"text", "text", "bigint", "text", "text", "text", "text", "text", "bigint", "bigint",
+		"bigint", "bigint", "bigint", "bigint", "bigint", "text", "bigint", "bigint", "bigint", "text"}
+	cols := make([]string, len(types))
+	defs := make([]string, len(types))
+	for i, typ := range types {
+		cols[i] = fmt.Sprintf("c%d", i)
+		defs[i] = cols[i] + " " + typ
+	}
+	head := `INSERT INTO bench_rows (` + strings.Join(cols, ", ") + `)`
+	const tail = ` ON CONFLICT (c0, c1) DO UPDATE SET c2 = excluded.c2, c3 = excluded.c3 WHERE bench_rows.c2 < excluded.c2`
+	for _, c := range []struct {
+		name string
+		exec func(ctx context.Context, bt *Batch, args []any) error
+	}{
+		{"unnest", func(ctx context.Context, bt *Batch, args []any) error {
+			return bt.ExecRowsAtCommit(ctx, head, tail, types, args)
+		}},
+		{"none", func(ctx context.Context, bt *Batch, args []any) error { return nil }},
+		{"values", func(ctx context.Context, bt *Batch, args []any) error {
+			group := "(" + strings.TrimSuffix(strings.Repeat("?, ", len(types)), ", ") + ")"
+			n := len(args) / len(types)
+			return bt.ExecAtCommit(ctx, head+" VALUES "+strings.TrimSuffix(strings.Repeat(group+", ", n), ", ")+tail, args...)
+		}},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			db, err := sqldb.OpenPostgres(b.Context(), pgtest.URL(b))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer db.Close()
+			ctx := b.Context()
+			if _, err := db.ExecContext(ctx, `CREATE TABLE bench_rows (`+strings.Join(defs, ", ")+`, PRIMARY KEY (c0, c1))`); err != nil {
+				b.Fatal(err)
+			}
+			rows, key := 0, 0
+			b.ResetTimer()
+			for i := 0; b.Loop(); i++ {
+				n := 1 + (i*37)%64 // every count from 1 to 64, in a scrambled order
+				args := make([]any, 0, n*len(types))
+				for range n {
+					key++
+					for j, typ := range types {
+						switch {
+						case j == 1:
+							args = append(args, fmt.Sprint("inquiry-", key))
+						case j >= 9 && j <= 13 && key%3 != 0:
+							args = append(args, nil)
+						case typ == "text":
+							args = append(args, "value")
+						default:
+							args = append(args, int64(key))
+						}
+					}
+				}
+				err := sqldb.InConnTx(ctx, db, func(tx *sqldb.Tx) error {
+					// As the runner's batches: the commit does not wait for the disk.
+					if _, err := tx.ExecContext(ctx, `SELECT set_config('synchronous_commit', 'off', true)`); err != nil {
+						return err
+					}
+					return c.exec(ctx, &Batch{Tx: tx.Tx, DB: db, conn: tx}, args)
+				})
+				if err != nil {
+					b.Fatal(err)
+				}
+				rows += n
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(rows), "ns/row")
+		})
+	}
 }
