@@ -10,7 +10,8 @@ import (
 	"github.com/casebook/casebook/internal/sqldb"
 )
 
-// maxRowsPerStatement bounds the rows of one multi-row statement (a power of two).
+// maxRowsPerStatement bounds the rows of one multi-row VALUES statement on SQLite (a power of two);
+// on Postgres the rows of a batch go in one statement whatever their count.
 const maxRowsPerStatement = 256
 
 // RowCounts splits n rows into statements of power-of-two row counts, at most max (a power of
