@@ -219,12 +219,16 @@ func TestExecRowsRefuses(t *testing.T) {
 			{"a uint64 past bigint", types, []any{"a", uint64(1) << 63}},
 			{"an unknown type", []string{"text", "numeric"}, []any{"a", 1}},
 		} {
+			n0 := db.Statements()
 			err := sqldb.InConnTx(ctx, db, func(tx *sqldb.Tx) error {
 				b := &Batch{Tx: tx.Tx, DB: db, conn: tx}
 				return b.ExecRows(ctx, `INSERT INTO ref_t (k, n)`, "", c.types, c.args)
 			})
 			if err == nil {
 				t.Errorf("%s: accepted", c.name)
+			}
+			if sent := db.Statements() - n0; sent != 0 {
+				t.Errorf("%s: %d statements sent, want none", c.name, sent)
 			}
 		}
 		var n int
@@ -475,7 +479,6 @@ func BenchmarkExecRowsPostgres(b *testing.B) {
 				b.Fatal(err)
 			}
 			rows, key := 0, 0
-			b.ResetTimer()
 			for i := 0; b.Loop(); i++ {
 				n := 1 + (i*37)%64 // every count from 1 to 64, in a scrambled order
 				args := make([]any, 0, n*len(types))

@@ -29,4 +29,5 @@ func RaiseDesired(ctx context.Context, b *projections.Batch, table string, rows 
 		THEN `+table+`.desired_version ELSE excluded.desired_version END`, desiredTypes, args)
 }
 
+// desiredCols are the columns of the rows RaiseDesired writes, in their order.
 var desiredCols, desiredTypes = projections.Columns("tenant_id text, inquiry_id text, desired_version bigint")
