@@ -294,7 +294,10 @@ func (s *Store) Append(ctx context.Context, stream string, expected eventstore.E
 		}
 	}
 	if len(cs) > 0 {
-		query, args = withCompanions(query, args, cs, stream)
+		var err error
+		if query, args, err = withCompanions(query, args, cs, stream); err != nil {
+			return eventstore.AppendResult{}, err
+		}
 	}
 	order := lockOrder(stream, cs)
 	for {
@@ -356,24 +359,88 @@ func (s *Store) Claimed(ctx context.Context, name string) (string, error) {
 func (s *Store) WritesCompanionsOn(handle any) bool { return handle == any(s.pool) }
 
 // withCompanions wraps an append statement so that it also inserts each companion's row, in the
-// same statement and only if the append inserted its events.
-func withCompanions(query string, args []any, cs []*eventstore.Companion, stream string) (string, []any) {
+// same statement and only if the append inserted its events. A companion whose Values do not match
+// its Columns is refused.
+func withCompanions(query string, args []any, cs []*eventstore.Companion, stream string) (string, []any, error) {
 	args = slices.Clip(args)
-	var b strings.Builder
-	b.WriteString(`WITH ins AS (` + query + `)`)
-	for i, c := range cs {
+	first := len(args) + 1
+	for _, c := range cs {
 		vals := c.Values(stream)
-		ph := make([]string, len(vals))
-		for j := range vals {
-			ph[j] = fmt.Sprintf("$%d", len(args)+j+1)
+		if len(vals) != len(c.Columns) {
+			return "", nil, fmt.Errorf("eventstore/postgres: companion row of %s: %d values for %d columns", c.Table, len(vals), len(c.Columns))
 		}
 		args = append(args, vals...)
+	}
+	return companionTexts.text(query, first, cs), args, nil
+}
+
+// companionTexts keeps the statements withCompanions has written: an intake's append carries the
+// same companions every time, and writing its text anew cost a few microseconds per append.
+var companionTexts = textCache{texts: map[companionShape]string{}}
+
+// maxCompanionTexts bounds companionTexts; a shape beyond it is written each time.
+const maxCompanionTexts = 64
+
+// companionShape is what a statement's text depends on: the append statement, the number of its
+// first companion parameter, and each companion's table and columns.
+type companionShape struct {
+	query string
+	first int
+	rows  string // "table(col, …)" of each companion, in order
+}
+
+type textCache struct {
+	mu    sync.RWMutex
+	texts map[companionShape]string
+}
+
+func (tc *textCache) text(query string, first int, cs []*eventstore.Companion) string {
+	var rows strings.Builder
+	for _, c := range cs {
+		rows.WriteString(c.Table)
+		rows.WriteByte('(')
+		for i, col := range c.Columns {
+			if i > 0 {
+				rows.WriteByte(',')
+			}
+			rows.WriteString(col)
+		}
+		rows.WriteByte(')')
+	}
+	shape := companionShape{query: query, first: first, rows: rows.String()}
+	tc.mu.RLock()
+	text, ok := tc.texts[shape]
+	tc.mu.RUnlock()
+	if ok {
+		return text
+	}
+	text = companionsText(query, first, cs)
+	tc.mu.Lock()
+	if len(tc.texts) < maxCompanionTexts {
+		tc.texts[shape] = text
+	}
+	tc.mu.Unlock()
+	return text
+}
+
+// companionsText is query wrapped to insert each companion's row, its parameters numbered from
+// first on.
+func companionsText(query string, first int, cs []*eventstore.Companion) string {
+	var b strings.Builder
+	b.WriteString(`WITH ins AS (` + query + `)`)
+	n := first
+	for i, c := range cs {
+		ph := make([]string, len(c.Columns))
+		for j := range ph {
+			ph[j] = fmt.Sprintf("$%d", n)
+			n++
+		}
 		fmt.Fprintf(&b, `, companion%d AS (INSERT INTO %s (%s)
 	SELECT %s WHERE EXISTS (SELECT FROM ins))`, i, c.Table, strings.Join(c.Columns, ", "), strings.Join(ph, ", "))
 	}
 	b.WriteString(`
 	SELECT xid, seq, revision FROM ins`)
-	return b.String(), args
+	return b.String()
 }
 
 // lockOrder is what a batch orders an append's statement by (sendGroup): its first companion's
