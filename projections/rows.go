@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"strconv"
 	"strings"
 
 	"github.com/casebook/casebook/internal/sqldb"
@@ -35,10 +36,11 @@ func RowCounts(n, max int) []int {
 // ExecRows writes rows in the batch's transaction: head ("INSERT INTO t (a, b, …)") + the rows +
 // tail. types names each column's Postgres type, in head's order: "text" or "bigint" (which also
 // fills an INTEGER column). args holds the rows' values one row after the other, len(types) each;
-// a value is a string for text, an integer for bigint, or nil (NULL).
+// a value is a string for text, an integer for bigint, or nil (NULL). head and tail take no
+// parameters.
 //
 // On Postgres the rows travel as one array per column, in one statement of one text whatever the
-// row count (INSERT … SELECT * FROM unnest(…)): a text per row count would be prepared anew on
+// row count (head + UnnestSelect(types) + tail): a text per row count would be prepared anew on
 // each connection and planned at every run (a plan is kept only after five runs of one text),
 // which cost Postgres more than writing the rows.
 //
@@ -108,18 +110,27 @@ func Columns(decl string) (names string, types []string) {
 	return strings.Join(ns, ", "), types
 }
 
-// unnestRows returns the SELECT that reads rows from one array per column, and the arrays:
-// []string or []int64, or []*string or []*int64 for a column that holds a NULL.
-func unnestRows(types []string, args []any) (string, []any, error) {
-	width, n := len(types), len(args)/len(types)
+// UnnestSelect is the SELECT that reads rows from one array per column, the arrays being the
+// statement's parameters $1… in types' order (Postgres): what ExecRows writes there after the head.
+func UnnestSelect(types []string) string {
 	var q strings.Builder
 	q.WriteString(" SELECT * FROM unnest(")
-	arrays := make([]any, width)
 	for c, typ := range types {
 		if c > 0 {
 			q.WriteString(", ")
 		}
-		q.WriteString("?::" + typ + "[]")
+		q.WriteString("$" + strconv.Itoa(c+1) + "::" + typ + "[]")
+	}
+	q.WriteString(")")
+	return q.String()
+}
+
+// unnestRows returns UnnestSelect(types) and its arrays: []string or []int64, or []*string or
+// []*int64 for a column that holds a NULL.
+func unnestRows(types []string, args []any) (string, []any, error) {
+	width, n := len(types), len(args)/len(types)
+	arrays := make([]any, width)
+	for c, typ := range types {
 		var err error
 		switch typ {
 		case "text":
@@ -133,8 +144,7 @@ func unnestRows(types []string, args []any) (string, []any, error) {
 			return "", nil, err
 		}
 	}
-	q.WriteString(")")
-	return q.String(), arrays, nil
+	return UnnestSelect(types), arrays, nil
 }
 
 // column gathers column c of the rows in args: a []T, or a []*T when a value is nil.

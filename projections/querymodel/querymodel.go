@@ -680,11 +680,7 @@ func upsertPostgres(ctx context.Context, b *projections.Batch, table string, dir
 // insertInquiriesSQL inserts the rows of inquiryArrays' arrays: one statement with one array per
 // column, no per-row parameters to parse and bind.
 func insertInquiriesSQL(table string) string {
-	return `INSERT INTO ` + table + ` (tenant_id, id, receipt, status, priority, owner, team, source, category, subject, message,
-		requester_name, requester_email, version, created_at, updated_at, closed_at, archived, held, erased, retain_until)
-		SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[],
-			$9::text[], $10::text[], $11::text[], $12::text[], $13::text[], $14::bigint[], $15::bigint[], $16::bigint[], $17::bigint[],
-			$18::bigint[], $19::bigint[], $20::bigint[], $21::bigint[])`
+	return `INSERT INTO ` + table + ` (` + inquiryCols + `)` + projections.UnnestSelect(inquiryTypes)
 }
 
 // inquiryArrays is rows as insertInquiriesSQL's arguments.
@@ -714,8 +710,8 @@ func inquiryArrays(rows []*row) []any {
 			until[i] = &v
 		}
 	}
-	return []any{cols[0], cols[1], cols[2], cols[3], cols[4], cols[5], cols[6], cols[7], cols[8], cols[9],
-		cols[10], cols[11], cols[12], ints[0], ints[1], ints[2], closed, ints[3], ints[4], ints[5], until}
+	return []any{cols[0], cols[1], cols[2], ints[0], cols[3], cols[4], cols[5], cols[6], cols[7], cols[8], cols[9],
+		cols[10], cols[11], cols[12], ints[1], ints[2], closed, ints[3], ints[4], ints[5], until} // inquiryCols' order
 }
 
 // insertTimeline writes the timeline rows: on Postgres with COPY, or with queue in one statement
@@ -732,8 +728,7 @@ func insertTimeline(ctx context.Context, b *projections.Batch, table string, row
 			tenants[i], ids[i], types[i], actors[i], data[i], commands[i] = t.tenant, t.id, t.typ, t.actor, t.data, t.command
 			versions[i], ats[i] = int64(t.version), t.at
 		}
-		return b.ExecAtCommit(ctx, `INSERT INTO `+table+` (tenant_id, inquiry_id, version, type, actor, occurred_at, data, command_id)
-			SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::text[], $5::text[], $6::bigint[], $7::text[], $8::text[])`,
+		return b.ExecAtCommit(ctx, `INSERT INTO `+table+` (`+timelineCols+`)`+projections.UnnestSelect(timelineTypes),
 			tenants, ids, versions, types, actors, ats, data, commands)
 	}
 	if b.DB.Dialect == sqldb.Postgres {
@@ -754,7 +749,7 @@ func insertTimeline(ctx context.Context, b *projections.Batch, table string, row
 			c.Text(t.data)
 			c.Text(t.command)
 		}
-		return b.CopyFrom(ctx, table, strings.Split(timelineCols, ", "), &c)
+		return b.CopyFrom(ctx, table, timelineColumns, &c)
 	}
 	args := make([]any, 0, 8*len(rows))
 	for _, t := range rows {
@@ -766,6 +761,9 @@ func insertTimeline(ctx context.Context, b *projections.Batch, table string, row
 // timelineCols are qm_timeline's columns, in the order insertTimeline writes them.
 var timelineCols, timelineTypes = projections.Columns(`tenant_id text, inquiry_id text, version bigint, type text, actor text,
 	occurred_at bigint, data text, command_id text`)
+
+// timelineColumns are timelineCols one by one, for COPY.
+var timelineColumns = strings.Split(timelineCols, ", ")
 
 // CommandRef is the timeline's reference to the command that appended an event: a digest of the
 // command id, which may hold an idempotency key and NUL separators (Postgres text refuses NUL). The
