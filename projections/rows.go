@@ -96,13 +96,15 @@ func (b *Batch) execRows(ctx context.Context, head, tail string, types []string,
 }
 
 // Columns splits a column list written with Postgres types ("tenant_id text, version bigint")
-// into the names, comma-separated for an INSERT's column list, and the types, for ExecRows.
+// into the names, comma-separated for an INSERT's column list, and the types, for ExecRows. It
+// panics on a column without a type or of a type ExecRows cannot send: declared at package level,
+// such a mistake stops the program at start-up on either backend.
 func Columns(decl string) (names string, types []string) {
 	var ns []string
 	for col := range strings.SplitSeq(decl, ",") {
 		f := strings.Fields(col)
-		if len(f) != 2 {
-			panic(fmt.Sprintf("projections: column %q is not a name and a type", col))
+		if len(f) != 2 || f[1] != "text" && f[1] != "bigint" {
+			panic(fmt.Sprintf("projections: column %q is not a name and a type, text or bigint", col))
 		}
 		ns = append(ns, f[0])
 		types = append(types, f[1])
