@@ -37,7 +37,6 @@ func (t *Tx) ExecAtCommit(ctx context.Context, q string, args ...any) error {
 		return err
 	}
 	t.db.statements.Add(1)
-	RecordStatement(ctx, q)
 	t.atCommit = append(t.atCommit, atCommit{query: q, args: args})
 	return nil
 }
@@ -87,6 +86,7 @@ func (t *Tx) commit(ctx context.Context) error {
 	}
 	if !handed { // a connection not opened by OpenPostgres: one statement at a time
 		for _, s := range queued {
+			RecordStatement(ctx, s.query) // such a connection has no tracer of ours
 			if _, err := t.Tx.ExecContext(ctx, s.query, s.args...); err != nil {
 				_ = t.Rollback()
 				return err
@@ -170,8 +170,10 @@ func (t *pipeTx) Commit() error {
 	var b pgx.Batch
 	for _, s := range queued {
 		b.Queue(s.query, s.args...)
+		RecordStatement(t.ctx, s.query) // the tracer sees no statement of a batch
 	}
 	b.Queue("COMMIT")
+	RecordStatement(t.ctx, "commit") // as a commit on its own shows
 	conn := t.c.Conn.Conn()
 	br := conn.SendBatch(t.ctx, &b)
 	var err error

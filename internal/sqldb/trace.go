@@ -10,7 +10,8 @@ import (
 
 // StatementLog records the statements run on behalf of one context, for tests and benchmarks
 // that count what one request costs in round trips. On Postgres it sees every statement sent on a
-// handle's pool (the event store's included, BEGIN and COMMIT too); on SQLite the statements run
+// handle's pool (the event store's included, BEGIN and COMMIT too) in the order they are sent, a
+// statement queued with Tx.ExecAtCommit when it goes with its COMMIT; on SQLite the statements run
 // through DB and Tx (not those run on the embedded *sql.DB directly).
 type StatementLog struct {
 	mu   sync.Mutex
