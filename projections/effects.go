@@ -34,25 +34,78 @@ func (s *effectSink) recorded() []Effect {
 	return append([]Effect(nil), s.would...)
 }
 
-// Emit records an effect intent in the batch's transaction. It reports whether the effect is new;
-// an effect whose key was already emitted (by the live generation, or an earlier delivery) is not
-// emitted again. In a dry run nothing is written and new effects are only recorded.
+// Emit is EmitAll of one effect: it reports whether e is new.
 func (b *Batch) Emit(ctx context.Context, projection string, e Effect) (bool, error) {
-	if b.effects != nil && b.effects.dryRun {
-		var n int
-		if err := b.QueryRow(ctx, `SELECT count(*) FROM effect_intents WHERE key = ?`, e.Key).Scan(&n); err != nil {
-			return false, err
-		}
-		if n == 0 {
-			b.effects.record(e)
-		}
-		return n == 0, nil
-	}
-	res, err := b.q().ExecContext(ctx, b.DB.Rebind(`INSERT INTO effect_intents (key, projection, kind, tenant_id, payload, created_at)
-		VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (key) DO NOTHING`), e.Key, projection, e.Kind, e.Tenant, e.Payload, b.Now.UnixNano())
+	fresh, err := b.EmitAll(ctx, projection, []Effect{e})
 	if err != nil {
 		return false, err
 	}
-	n, err := res.RowsAffected()
-	return n == 1, err
+	return fresh[0], nil
 }
+
+// EmitAll records effect intents in the batch's transaction and reports, for each, whether it is
+// new: an effect whose key was already emitted (by the live generation, an earlier delivery, or
+// earlier in effects) is not emitted again. It writes every effect with one statement on Postgres
+// (multi-row statements on SQLite, see ExecRows), whatever their number: the statement gives
+// the batch a transaction id, which holds the log's visible end for every reader until the batch
+// commits, so a subscriber should emit once, at the end of Apply, rather than effect by effect.
+// In a dry run nothing is written and new effects are only recorded.
+func (b *Batch) EmitAll(ctx context.Context, projection string, effects []Effect) ([]bool, error) {
+	fresh := make([]bool, len(effects))
+	if b.effects != nil && b.effects.dryRun {
+		for i, e := range effects {
+			var n int
+			if err := b.QueryRow(ctx, `SELECT count(*) FROM effect_intents WHERE key = ?`, e.Key).Scan(&n); err != nil {
+				return nil, err
+			}
+			if fresh[i] = n == 0 && !emittedBefore(effects[:i], e.Key); fresh[i] {
+				b.effects.record(e)
+			}
+		}
+		return fresh, nil
+	}
+	first := make(map[string]int, len(effects)) // key → index of its first effect
+	args := make([]any, 0, len(effects)*len(intentTypes))
+	now := b.Now.UnixNano()
+	for i, e := range effects {
+		if _, dup := first[e.Key]; dup {
+			continue
+		}
+		first[e.Key] = i
+		args = append(args, e.Key, projection, e.Kind, e.Tenant, e.Payload, now)
+	}
+	err := b.rows(ctx, `INSERT INTO effect_intents (`+intentCols+`)`, ` ON CONFLICT (key) DO NOTHING RETURNING key`, intentTypes, args,
+		func(ctx context.Context, q string, args ...any) error {
+			rows, err := b.Query(ctx, q, args...)
+			if err != nil {
+				return err
+			}
+			defer rows.Close()
+			for rows.Next() {
+				var key string
+				if err := rows.Scan(&key); err != nil {
+					return err
+				}
+				if i, ok := first[key]; ok {
+					fresh[i] = true
+				}
+			}
+			return rows.Err()
+		})
+	if err != nil {
+		return nil, err
+	}
+	return fresh, nil
+}
+
+func emittedBefore(effects []Effect, key string) bool {
+	for _, e := range effects {
+		if e.Key == key {
+			return true
+		}
+	}
+	return false
+}
+
+// intentCols are the columns of effect_intents that EmitAll writes, in their order.
+var intentCols, intentTypes = Columns("key text, projection text, kind text, tenant_id text, payload text, created_at bigint")

@@ -51,16 +51,17 @@ func RowCounts(n, max int) []int {
 // changed). The failed statement fails Apply, and the runtime rolls back the batch's transaction
 // (or, applying events one by one, the event's savepoint), rows and all.
 func (b *Batch) ExecRows(ctx context.Context, head, tail string, types []string, args []any) error {
-	return b.execRows(ctx, head, tail, types, args, b.Exec)
+	return b.rows(ctx, head, tail, types, args, b.Exec)
 }
 
 // ExecRowsAtCommit is ExecRows with its statements run by ExecAtCommit: for rows Apply does not
 // read back.
 func (b *Batch) ExecRowsAtCommit(ctx context.Context, head, tail string, types []string, args []any) error {
-	return b.execRows(ctx, head, tail, types, args, b.ExecAtCommit)
+	return b.rows(ctx, head, tail, types, args, b.ExecAtCommit)
 }
 
-func (b *Batch) execRows(ctx context.Context, head, tail string, types []string, args []any, exec func(context.Context, string, ...any) error) error {
+// rows writes the statements of ExecRows and runs each with exec.
+func (b *Batch) rows(ctx context.Context, head, tail string, types []string, args []any, exec func(context.Context, string, ...any) error) error {
 	width := len(types)
 	if width == 0 || len(args)%width != 0 {
 		return fmt.Errorf("projections: %d values for rows of %d columns", len(args), width)
