@@ -20,6 +20,8 @@ import (
 	"github.com/casebook/casebook/domain"
 	"github.com/casebook/casebook/eventstore"
 	"github.com/casebook/casebook/internal/pgtest"
+	"github.com/casebook/casebook/internal/sqldb"
+	"github.com/casebook/casebook/projections"
 )
 
 // Clock is a settable clock for app.Config.Now. It is also a fakeslack.Clock, so a fake Slack can
@@ -137,6 +139,39 @@ func CatchUp(t testing.TB, a *app.App) {
 	if err := a.CatchUp(ctx); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// SubscriberStatements runs a's subscriber name alone until it has applied the log's head as it
+// stands now and returns the statements the runner sent meanwhile (sqldb.StatementLog: on
+// Postgres every statement, River's included; on SQLite those run through sqldb's handles only).
+func SubscriberStatements(t testing.TB, a *app.App, name string) []string {
+	t.Helper()
+	var r *projections.Runner
+	for _, c := range a.Runners {
+		if c.Projection.Name() == name {
+			r = c
+		}
+	}
+	if r == nil {
+		t.Fatalf("no subscriber %s", name)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	head, err := a.Store.Head(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	runCtx, log := sqldb.WithStatementLog(runCtx)
+	done := make(chan struct{})
+	go func() { defer close(done); _ = r.Run(runCtx) }()
+	err = r.WaitFor(ctx, head)
+	stop()
+	<-done
+	if err != nil {
+		t.Fatalf("subscriber %s did not reach the head: %v", name, err)
+	}
+	return log.Statements()
 }
 
 // WaitReady waits (30 s at most) until every subscriber of a running a has applied the log's head

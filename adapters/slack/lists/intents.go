@@ -23,7 +23,7 @@ const (
 // Intents is the listintents subscriber. From inquiry streams, for each active List of the tenant,
 // it inserts one sync job per inquiry per batch (the newest version) and, on a transition to a
 // terminal state, a removal job scheduled at the transition's time + the List's delay — in the
-// checkpoint's transaction. Batch.Emit records the effect key first: a redelivery never inserts
+// checkpoint's transaction. Runtime.EmitTx records the effect keys first: a redelivery never inserts
 // twice and a rebuild (Batch.Replaying) inserts nothing. A tenant without an active List gets no
 // job: zero I/O. It keeps no table: the List's health reads the desired version from the inquiry
 // itself, and the reconciler works from the List's inventory and the log.
@@ -125,6 +125,7 @@ func (p *Intents) Apply(ctx context.Context, b *projections.Batch) error {
 		return nil // a rebuild never emits: the live generation did
 	}
 	actives := map[domain.TenantID]active{} // one read per tenant per batch
+	var intents []slackeffects.Intent
 	for _, k := range order {
 		v := desired[k]
 		a, known := actives[k.tenant]
@@ -137,27 +138,15 @@ func (p *Intents) Apply(ctx context.Context, b *projections.Batch) error {
 		}
 		lists, delays := a.lists, a.delays
 		for i, list := range lists {
-			sync := SyncArgs{Tenant: k.tenant, Inquiry: k.id, List: list, Version: v}
-			if err := p.emit(ctx, b, fmt.Sprintf("slack/list/%s/%s/%s/%d", k.tenant, k.id, list, v), sync, time.Time{}); err != nil {
-				return err
-			}
+			intents = append(intents, slackeffects.Intent{Key: fmt.Sprintf("slack/list/%s/%s/%s/%d", k.tenant, k.id, list, v),
+				Queued: slackeffects.Queued{Args: SyncArgs{Tenant: k.tenant, Inquiry: k.id, List: list, Version: v}}})
 			if t, ok := terminals[k]; ok {
-				rm := RemoveArgs{Tenant: k.tenant, Inquiry: k.id, List: list, Version: t.version}
-				if err := p.emit(ctx, b, fmt.Sprintf("slack/listremove/%s/%s/%s/%d", k.tenant, k.id, list, t.version), rm, t.at.Add(delays[i])); err != nil {
-					return err
-				}
+				intents = append(intents, slackeffects.Intent{Key: fmt.Sprintf("slack/listremove/%s/%s/%s/%d", k.tenant, k.id, list, t.version),
+					Queued: slackeffects.Queued{Args: RemoveArgs{Tenant: k.tenant, Inquiry: k.id, List: list, Version: t.version}, At: t.at.Add(delays[i])}})
 			}
 		}
 	}
-	return nil
-}
-
-func (p *Intents) emit(ctx context.Context, b *projections.Batch, key string, args slackeffects.Args, at time.Time) error {
-	fresh, err := b.Emit(ctx, IntentsName, projections.Effect{Key: key, Kind: args.Kind(), Tenant: string(args.EffectRef().Tenant)})
-	if err != nil || !fresh {
-		return err
-	}
-	return p.Effects.InsertTx(ctx, b.Tx, args, at)
+	return p.Effects.EmitTx(ctx, b, IntentsName, intents)
 }
 
 // RowMap is the listrowmap subscriber: (tenant, inquiry, list) → (row id, observed version,

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/casebook/casebook/adapters/slack/slackeffects"
 	"github.com/casebook/casebook/adapters/slack/slackinstall"
@@ -24,8 +23,8 @@ const IntentsVersion = 1
 // queues a reminder reply job (tenants with a thread destination), for each InquiryEscalated an
 // escalation post job (tenants with an escalation destination), for each InquiryErased a job
 // deleting the inquiry's escalation posts, in its checkpoint's transaction.
-// Batch.Emit records the effect key first, so a redelivery never inserts twice and a rebuild
-// (Batch.Replaying) inserts nothing. It has no tables of its own.
+// slackeffects.Runtime.EmitTx records the effect keys first, so a redelivery never inserts twice
+// and a rebuild (Batch.Replaying) inserts nothing. It has no tables of its own.
 type Intents struct {
 	Effects *slackeffects.Runtime
 	Install *slackinstall.Store
@@ -53,6 +52,7 @@ func (p *Intents) Apply(ctx context.Context, b *projections.Batch) error {
 	if b.Replaying {
 		return nil // a rebuild never emits: the live generation did
 	}
+	var intents []slackeffects.Intent
 	for _, e := range b.Events {
 		var args slackeffects.Args
 		var what string
@@ -96,17 +96,8 @@ func (p *Intents) Apply(ctx context.Context, b *projections.Batch) error {
 		if !has {
 			continue // no destination: no job, zero I/O
 		}
-		fresh, err := b.Emit(ctx, IntentsName, projections.Effect{
-			Key: fmt.Sprintf("slack/%s/%s/%s/%d", what, m.TenantID, id, v), Kind: args.Kind(), Tenant: string(m.TenantID),
-		})
-		if err != nil {
-			return err
-		}
-		if fresh {
-			if err := p.Effects.InsertTx(ctx, b.Tx, args, time.Time{}); err != nil {
-				return err
-			}
-		}
+		intents = append(intents, slackeffects.Intent{Key: fmt.Sprintf("slack/%s/%s/%s/%d", what, m.TenantID, id, v),
+			Queued: slackeffects.Queued{Args: args}})
 	}
-	return nil
+	return p.Effects.EmitTx(ctx, b, IntentsName, intents)
 }

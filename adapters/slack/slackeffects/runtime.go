@@ -19,6 +19,7 @@ import (
 	"github.com/casebook/casebook/domain"
 	"github.com/casebook/casebook/eventstore"
 	"github.com/casebook/casebook/internal/sqldb"
+	"github.com/casebook/casebook/projections"
 )
 
 // MaxAttempts is the default bound on retries of failures with an unknown or transient cause;
@@ -234,23 +235,72 @@ func TenantTag(t domain.TenantID) string { return "tenant_" + string(t) }
 
 func tenantTag(t domain.TenantID) string { return TenantTag(t) }
 
-// InsertTx queues an effect in tx (a projection batch's transaction), unique by its arguments,
-// to run at at (zero: now).
-func (r *Runtime) InsertTx(ctx context.Context, tx *sql.Tx, a Args, at time.Time) error {
-	opts := river.InsertOpts{Queue: a.Kind(), MaxAttempts: r.cfg.MaxAttempts, UniqueOpts: river.UniqueOpts{ByArgs: true},
-		Tags: []string{tenantTag(a.EffectRef().Tenant)}, ScheduledAt: at}
-	if _, err := r.Client().InsertTx(ctx, tx, a, &opts); err != nil {
-		return fmt.Errorf("insert %s job: %w", a.Kind(), err)
+// Intent is an effect a subscriber's batch emits: its deterministic key (see projections.Effect)
+// and its job.
+type Intent struct {
+	Key string
+	Queued
+}
+
+// EmitTx records intents in a projection's batch (projections.Batch.EmitAll) and queues the jobs
+// of those that are new (InsertManyTx), in one statement each whatever their number: a redelivered
+// batch queues nothing again, and the batch's transaction id, which holds the log's visible end
+// from its first write, is taken two round trips before its commit. A subscriber calls it once,
+// at the end of Apply.
+func (r *Runtime) EmitTx(ctx context.Context, b *projections.Batch, projection string, intents []Intent) error {
+	if len(intents) == 0 {
+		return nil
+	}
+	effects := make([]projections.Effect, len(intents))
+	for i, in := range intents {
+		effects[i] = projections.Effect{Key: in.Key, Kind: in.Args.Kind(), Tenant: string(in.Args.EffectRef().Tenant)}
+	}
+	fresh, err := b.EmitAll(ctx, projection, effects)
+	if err != nil {
+		return err
+	}
+	var jobs []Queued
+	for i, in := range intents {
+		if fresh[i] {
+			jobs = append(jobs, in.Queued)
+		}
+	}
+	return r.InsertManyTx(ctx, b.Tx, jobs)
+}
+
+// Queued is a job for InsertManyTx: its effect's arguments and when it runs (zero: now).
+type Queued struct {
+	Args Args
+	At   time.Time
+}
+
+// InsertManyTx queues jobs in tx (a projection batch's transaction), each unique by its
+// arguments, in one statement.
+func (r *Runtime) InsertManyTx(ctx context.Context, tx *sql.Tx, jobs []Queued) error {
+	if len(jobs) == 0 {
+		return nil
+	}
+	params := make([]river.InsertManyParams, len(jobs))
+	for i, j := range jobs {
+		params[i] = river.InsertManyParams{Args: j.Args, InsertOpts: r.insertOpts(j.Args, j.At)}
+	}
+	if _, err := r.Client().InsertManyTx(ctx, tx, params); err != nil {
+		return fmt.Errorf("insert %d %s jobs: %w", len(jobs), jobs[0].Args.Kind(), err)
 	}
 	return nil
 }
 
+// insertOpts are an effect's job options: its own queue, unique by its arguments, tagged with its
+// tenant, to run at at (zero: now).
+func (r *Runtime) insertOpts(a Args, at time.Time) *river.InsertOpts {
+	return &river.InsertOpts{Queue: a.Kind(), MaxAttempts: r.cfg.MaxAttempts, UniqueOpts: river.UniqueOpts{ByArgs: true},
+		Tags: []string{tenantTag(a.EffectRef().Tenant)}, ScheduledAt: at}
+}
+
 // Insert queues an effect outside a projection batch (a refresh asked for by a callback), unique
-// by its arguments exactly like InsertTx: the same effect queued by both is one job.
+// by its arguments exactly like InsertManyTx: the same effect queued by both is one job.
 func (r *Runtime) Insert(ctx context.Context, a Args) error {
-	opts := river.InsertOpts{Queue: a.Kind(), MaxAttempts: r.cfg.MaxAttempts, UniqueOpts: river.UniqueOpts{ByArgs: true},
-		Tags: []string{tenantTag(a.EffectRef().Tenant)}}
-	if _, err := r.Client().Insert(ctx, a, &opts); err != nil {
+	if _, err := r.Client().Insert(ctx, a, r.insertOpts(a, time.Time{})); err != nil {
 		return fmt.Errorf("insert %s job: %w", a.Kind(), err)
 	}
 	return nil

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/casebook/casebook/adapters/slack/slackeffects"
 	"github.com/casebook/casebook/adapters/slack/slackinstall"
@@ -37,7 +36,7 @@ CREATE TABLE IF NOT EXISTS slack_threads{g} (
 
 // Intents is the slackintents subscriber. From inquiry streams it records each inquiry's desired
 // version and, for tenants with a destination, queues one sync job per inquiry per batch (the
-// newest version) in the checkpoint's transaction; Batch.Emit records the effect key first, so a
+// newest version) in the checkpoint's transaction; Runtime.EmitTx records the effect keys first, so a
 // redelivery never inserts twice and a rebuild (Batch.Replaying) inserts nothing. From thread
 // events (slackthread streams, and the thread events of legacy slackproj streams) it folds the
 // thread mapping (tenant, inquiry) → (installation, channel, root ts, observed version), which a
@@ -128,6 +127,7 @@ func (p *Intents) Apply(ctx context.Context, b *projections.Batch) error {
 		return nil // a rebuild never emits: the live generation did
 	}
 	hasDest := map[domain.TenantID]bool{} // one lookup per tenant per batch
+	var intents []slackeffects.Intent
 	for _, k := range order {
 		v := desired[k]
 		has, known := hasDest[k.tenant]
@@ -151,21 +151,10 @@ func (p *Intents) Apply(ctx context.Context, b *projections.Batch) error {
 		if !has {
 			continue // Slack disabled for the tenant: no job, zero I/O
 		}
-		args := SyncArgs{Tenant: k.tenant, Inquiry: k.id, Version: v}
-		fresh, err := b.Emit(ctx, IntentsName, projections.Effect{
-			Key: fmt.Sprintf("slack/thread/%s/%s/%d", k.tenant, k.id, v), Kind: args.Kind(), Tenant: string(k.tenant),
-		})
-		if err != nil {
-			return err
-		}
-		if !fresh {
-			continue
-		}
-		if err := p.Effects.InsertTx(ctx, b.Tx, args, time.Time{}); err != nil {
-			return err
-		}
+		intents = append(intents, slackeffects.Intent{Key: fmt.Sprintf("slack/thread/%s/%s/%d", k.tenant, k.id, v),
+			Queued: slackeffects.Queued{Args: SyncArgs{Tenant: k.tenant, Inquiry: k.id, Version: v}}})
 	}
-	return nil
+	return p.Effects.EmitTx(ctx, b, IntentsName, intents)
 }
 
 // foldThread applies one slackproj event to the mapping row. Events at or below the row's
