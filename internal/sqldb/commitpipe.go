@@ -168,12 +168,13 @@ func (t *pipeTx) Commit() error {
 		return t.Tx.Commit()
 	}
 	var b pgx.Batch
+	sent := make([]string, 0, len(queued)+1) // the tracer sees no statement of a batch
 	for _, s := range queued {
 		b.Queue(s.query, s.args...)
-		RecordStatement(t.ctx, s.query) // the tracer sees no statement of a batch
+		sent = append(sent, s.query)
 	}
 	b.Queue("COMMIT")
-	RecordStatement(t.ctx, "commit") // as a commit on its own shows
+	recordRoundTrip(t.ctx, append(sent, "commit")...) // "commit" as a commit on its own shows
 	conn := t.c.Conn.Conn()
 	br := conn.SendBatch(t.ctx, &b)
 	var err error

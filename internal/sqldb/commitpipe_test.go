@@ -13,10 +13,10 @@ import (
 
 // TestExecAtCommitRunsWithTheCommit: queued statements run, in order, when the transaction
 // commits; on Postgres the transaction has taken no transaction id before then (it holds back no
-// reader of the event log while it runs).
+// reader of the event log while it runs), and a StatementLog shows them in the COMMIT's round trip.
 func TestExecAtCommitRunsWithTheCommit(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, db *sqldb.DB) {
-		ctx := t.Context()
+		ctx, log := sqldb.WithStatementLog(t.Context())
 		if _, err := db.ExecContext(ctx, `CREATE TABLE queued (n BIGINT PRIMARY KEY, note TEXT NOT NULL)`); err != nil {
 			t.Fatal(err)
 		}
@@ -51,6 +51,16 @@ func TestExecAtCommitRunsWithTheCommit(t *testing.T) {
 		}
 		if diff := cmp.Diff("first, then second", note); diff != "" {
 			t.Fatalf("row after commit (-want +got):\n%s", diff)
+		}
+		insert, update := "INSERT INTO queued (n, note) VALUES (?, ?)", "UPDATE queued SET note = note || ? WHERE n = 1"
+		want := [][]string{{"CREATE TABLE queued (n BIGINT PRIMARY KEY, note TEXT NOT NULL)"}, {insert}, {update}}
+		if db.Dialect == sqldb.Postgres {
+			want = [][]string{{"CREATE TABLE queued (n BIGINT PRIMARY KEY, note TEXT NOT NULL)"}, {"begin"},
+				{"SELECT pg_current_xact_id_if_assigned() IS NULL"}, {db.Rebind(insert), db.Rebind(update), "commit"}}
+		}
+		want = append(want, []string{"SELECT note FROM queued WHERE n = 1"})
+		if diff := cmp.Diff(want, log.RoundTrips()); diff != "" {
+			t.Fatalf("round trips (-want +got):\n%s", diff)
 		}
 	})
 }

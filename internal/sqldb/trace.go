@@ -14,8 +14,9 @@ import (
 // statement queued with Tx.ExecAtCommit when it goes with its COMMIT; on SQLite the statements run
 // through DB and Tx (not those run on the embedded *sql.DB directly).
 type StatementLog struct {
-	mu   sync.Mutex
-	list []string
+	mu    sync.Mutex
+	list  []string
+	trips []int // list[i] went in round trip trips[i]
 }
 
 type statementLogKey struct{}
@@ -33,11 +34,33 @@ func (l *StatementLog) Statements() []string {
 	return append([]string(nil), l.list...)
 }
 
-func (l *StatementLog) add(q string) {
-	q = strings.Join(strings.Fields(q), " ")
+// RoundTrips returns the statements recorded so far grouped by the round trip that sent them: one
+// statement each, but for those queued with Tx.ExecAtCommit, which go with their COMMIT.
+func (l *StatementLog) RoundTrips() [][]string {
 	l.mu.Lock()
-	l.list = append(l.list, q)
-	l.mu.Unlock()
+	defer l.mu.Unlock()
+	var out [][]string
+	for i, q := range l.list {
+		if i == 0 || l.trips[i] != l.trips[i-1] {
+			out = append(out, nil)
+		}
+		out[len(out)-1] = append(out[len(out)-1], q)
+	}
+	return out
+}
+
+// add records qs as one round trip.
+func (l *StatementLog) add(qs ...string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	trip := 1
+	if n := len(l.trips); n > 0 {
+		trip = l.trips[n-1] + 1
+	}
+	for _, q := range qs {
+		l.list = append(l.list, strings.Join(strings.Fields(q), " "))
+		l.trips = append(l.trips, trip)
+	}
 }
 
 // logStatement records q in ctx's log on SQLite; Postgres statements are recorded by the pool's
@@ -56,6 +79,13 @@ func (db *DB) logStatement(ctx context.Context, q string) {
 func RecordStatement(ctx context.Context, q string) {
 	if l, ok := ctx.Value(statementLogKey{}).(*StatementLog); ok {
 		l.add(q)
+	}
+}
+
+// recordRoundTrip records qs in ctx's StatementLog, if it has one, as sent in one round trip.
+func recordRoundTrip(ctx context.Context, qs ...string) {
+	if l, ok := ctx.Value(statementLogKey{}).(*StatementLog); ok {
+		l.add(qs...)
 	}
 }
 
