@@ -6,6 +6,7 @@ import (
 	"context"
 	"database/sql"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -141,10 +142,11 @@ func CatchUp(t testing.TB, a *app.App) {
 	}
 }
 
-// SubscriberStatements runs a's subscriber name alone until it has applied the log's head as it
-// stands now and returns the statements the runner sent meanwhile (sqldb.StatementLog: on
-// Postgres every statement, River's included; on SQLite those run through sqldb's handles only).
-func SubscriberStatements(t testing.TB, a *app.App, name string) []string {
+// SubscriberRoundTrips runs a's subscriber name alone until it has applied the log's head as it
+// stands now and returns the statements the runner sent meanwhile, by round trip
+// (sqldb.StatementLog: on Postgres every statement, River's included; on SQLite those run through
+// sqldb's handles only).
+func SubscriberRoundTrips(t testing.TB, a *app.App, name string) [][]string {
 	t.Helper()
 	var r *projections.Runner
 	for _, c := range a.Runners {
@@ -171,7 +173,62 @@ func SubscriberStatements(t testing.TB, a *app.App, name string) []string {
 	if err != nil {
 		t.Fatalf("subscriber %s did not reach the head: %v", name, err)
 	}
-	return log.Statements()
+	return log.RoundTrips()
+}
+
+// SubscriberBatch runs a's subscriber name as SubscriberRoundTrips does and returns the round trips
+// of the last batch it applied (the one with the newest events), from its BEGIN to its COMMIT
+// (SQLite logs neither: there, from its bookkeeping to its checkpoint). A runner may apply the
+// events in more than one batch: its first read may be another subscriber's, shared.
+func SubscriberBatch(t testing.TB, a *app.App, name string) [][]string {
+	t.Helper()
+	trips := SubscriberRoundTrips(t, a, name)
+	var last [][]string
+	for i, trip := range trips {
+		if !strings.Contains(trip[0], "projection_batch_begin") && !strings.Contains(trip[0], "json_group_array(stream) FROM projection_parked") {
+			continue
+		}
+		start, end := i, len(trips)
+		if i > 0 && strings.EqualFold(trips[i-1][0], "begin") {
+			start = i - 1
+		}
+		for j := i + 1; j < len(trips); j++ {
+			q := trips[j][len(trips[j])-1]
+			if strings.EqualFold(q, "commit") || strings.HasPrefix(q, "INSERT INTO projection_checkpoints") && start == i {
+				end = j + 1
+				break
+			}
+		}
+		last = trips[start:end]
+	}
+	if last == nil {
+		t.Fatalf("%s applied no batch:\n%v", name, trips)
+	}
+	return last
+}
+
+// CountStatements counts the statements of round trips.
+func CountStatements(trips [][]string) int {
+	n := 0
+	for _, trip := range trips {
+		n += len(trip)
+	}
+	return n
+}
+
+// HeldFor counts a batch's round trips from the one with its first write to its last, both
+// included (0 when it wrote nothing): on Postgres the batch holds a transaction id, and with it
+// the log's visible end for every reader, for that many round trips.
+func HeldFor(trips [][]string) int {
+	for i, trip := range trips {
+		for _, q := range trip {
+			u := strings.ToUpper(q)
+			if strings.HasPrefix(u, "INSERT") || strings.HasPrefix(u, "UPDATE") || strings.HasPrefix(u, "DELETE") || strings.HasPrefix(u, "WITH") {
+				return len(trips) - i
+			}
+		}
+	}
+	return 0
 }
 
 // WaitReady waits (30 s at most) until every subscriber of a running a has applied the log's head

@@ -43,6 +43,6 @@ func BenchmarkIntentBatch(b *testing.B) {
 			n++
 		}
 		b.StartTimer()
-		apptest.SubscriberStatements(b, a, threads.IntentsName)
+		apptest.SubscriberRoundTrips(b, a, threads.IntentsName)
 	}
 }
