@@ -182,7 +182,8 @@ func (RowMap) Setup(ctx context.Context, db *sqldb.DB, gen projections.Generatio
 }
 
 // Apply implements projections.Projection. Every statement is conditional on the row id, so a
-// redelivered event changes nothing.
+// redelivered event changes nothing; none is read back, so all go with the batch's commit
+// (Batch.ExecAtCommit): the batch takes its transaction id only in its last round trip.
 func (RowMap) Apply(ctx context.Context, b *projections.Batch) error {
 	t := b.Gen.Table("slack_list_rows")
 	for _, e := range b.Events {
@@ -210,14 +211,14 @@ func (RowMap) Apply(ctx context.Context, b *projections.Batch) error {
 			if e.Type == "ListRowAdopted" {
 				adopted = 1
 			}
-			err = b.Exec(ctx, `INSERT INTO `+t+` (tenant_id, inquiry_id, list_id, row_id, observed_version, adopted) VALUES (?, ?, ?, ?, ?, ?)
+			err = b.ExecAtCommit(ctx, `INSERT INTO `+t+` (tenant_id, inquiry_id, list_id, row_id, observed_version, adopted) VALUES (?, ?, ?, ?, ?, ?)
 				ON CONFLICT (tenant_id, inquiry_id, list_id) DO UPDATE SET row_id = excluded.row_id, observed_version = excluded.observed_version,
 				adopted = excluded.adopted`, k.tenant, k.id, ev.List, ev.RowID, ev.Version, adopted)
 		case "ListRowUpdated":
-			err = b.Exec(ctx, `UPDATE `+t+` SET observed_version = ? WHERE tenant_id = ? AND inquiry_id = ? AND list_id = ? AND row_id = ?
+			err = b.ExecAtCommit(ctx, `UPDATE `+t+` SET observed_version = ? WHERE tenant_id = ? AND inquiry_id = ? AND list_id = ? AND row_id = ?
 				AND observed_version < ?`, ev.Version, k.tenant, k.id, ev.List, ev.RowID, ev.Version)
 		case "ListRowRemoved":
-			err = b.Exec(ctx, `DELETE FROM `+t+` WHERE tenant_id = ? AND inquiry_id = ? AND list_id = ? AND row_id = ?`, k.tenant, k.id, ev.List, ev.RowID)
+			err = b.ExecAtCommit(ctx, `DELETE FROM `+t+` WHERE tenant_id = ? AND inquiry_id = ? AND list_id = ? AND row_id = ?`, k.tenant, k.id, ev.List, ev.RowID)
 		}
 		if err != nil {
 			return err

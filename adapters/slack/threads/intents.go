@@ -77,6 +77,7 @@ func (p *Intents) Apply(ctx context.Context, b *projections.Batch) error {
 	table := b.Gen.Table("slack_threads")
 	desired := map[threadKey]uint64{}
 	erased := map[threadKey]bool{}
+	rootTS := map[threadKey]string{} // the root each mapping names after this batch's thread events
 	var order []threadKey
 	for _, e := range b.Events {
 		kind := ""
@@ -112,8 +113,12 @@ func (p *Intents) Apply(ctx context.Context, b *projections.Batch) error {
 		if !ok {
 			return fmt.Errorf("%s: stream does not belong to tenant %q", e.StreamID, m.TenantID)
 		}
-		if err := p.foldThread(ctx, b, table, m.TenantID, id, e); err != nil {
+		ts, mapped, err := p.foldThread(ctx, b, table, m.TenantID, id, e)
+		if err != nil {
 			return err
+		}
+		if mapped {
+			rootTS[threadKey{m.TenantID, id}] = ts
 		}
 	}
 	raise := make([]slackeffects.Desired, len(order))
@@ -140,11 +145,14 @@ func (p *Intents) Apply(ctx context.Context, b *projections.Batch) error {
 		}
 		if !has && erased[k] {
 			// An erasure deletes a posted thread even when the tenant has no destination any
-			// more: the mapping keeps where it was posted.
-			var ts string
-			err := b.QueryRow(ctx, `SELECT root_ts FROM `+table+` WHERE tenant_id = ? AND inquiry_id = ?`, k.tenant, k.id).Scan(&ts)
-			if err != nil && !errors.Is(err, sql.ErrNoRows) {
-				return err
+			// more: the mapping keeps where it was posted (this batch's thread events included,
+			// whose writes go with the commit).
+			ts, mapped := rootTS[k]
+			if !mapped {
+				err := b.QueryRow(ctx, `SELECT root_ts FROM `+table+` WHERE tenant_id = ? AND inquiry_id = ?`, k.tenant, k.id).Scan(&ts)
+				if err != nil && !errors.Is(err, sql.ErrNoRows) {
+					return err
+				}
 			}
 			has = ts != ""
 		}
@@ -158,31 +166,34 @@ func (p *Intents) Apply(ctx context.Context, b *projections.Batch) error {
 }
 
 // foldThread applies one slackproj event to the mapping row. Events at or below the row's
-// observed version change nothing, so redelivery is harmless.
-func (p *Intents) foldThread(ctx context.Context, b *projections.Batch, table string, tenant domain.TenantID, id domain.InquiryID, e eventstore.RecordedEvent) error {
-	if err := b.Exec(ctx, `INSERT INTO `+table+` (tenant_id, inquiry_id) VALUES (?, ?) ON CONFLICT (tenant_id, inquiry_id) DO NOTHING`, tenant, id); err != nil {
-		return err
+// observed version change nothing, so redelivery is harmless. Its writes go with the batch's
+// commit (Batch.ExecAtCommit): the batch takes its transaction id in its last round trips, not at
+// its first thread event. It reports the root the mapping names after a posting or a deletion
+// (mapped), which the batch's own reads do not see before the commit.
+func (p *Intents) foldThread(ctx context.Context, b *projections.Batch, table string, tenant domain.TenantID, id domain.InquiryID, e eventstore.RecordedEvent) (ts string, mapped bool, err error) {
+	if err := b.ExecAtCommit(ctx, `INSERT INTO `+table+` (tenant_id, inquiry_id) VALUES (?, ?) ON CONFLICT (tenant_id, inquiry_id) DO NOTHING`, tenant, id); err != nil {
+		return "", false, err
 	}
 	switch e.Type {
 	case "SlackThreadPosted":
 		var ev SlackThreadPosted
 		if err := json.Unmarshal(e.Data, &ev); err != nil {
-			return err
+			return "", false, err
 		}
-		return b.Exec(ctx, `UPDATE `+table+` SET installation = ?, channel_id = ?, root_ts = ?, observed_version = ?
+		return ev.TS, true, b.ExecAtCommit(ctx, `UPDATE `+table+` SET installation = ?, channel_id = ?, root_ts = ?, observed_version = ?
 			WHERE tenant_id = ? AND inquiry_id = ?`, ev.Installation, ev.Channel, ev.TS, ev.Version, tenant, id)
 	case "SlackThreadSynced":
 		var ev SlackThreadSynced
 		if err := json.Unmarshal(e.Data, &ev); err != nil {
-			return err
+			return "", false, err
 		}
-		return b.Exec(ctx, `UPDATE `+table+` SET observed_version = ? WHERE tenant_id = ? AND inquiry_id = ? AND observed_version < ?`,
+		return "", false, b.ExecAtCommit(ctx, `UPDATE `+table+` SET observed_version = ? WHERE tenant_id = ? AND inquiry_id = ? AND observed_version < ?`,
 			ev.Version, tenant, id, ev.Version)
 	case "SlackThreadDeleteProgress":
-		return nil // the worker's own bookkeeping: the mapping holds until the thread is deleted
+		return "", false, nil // the worker's own bookkeeping: the mapping holds until the thread is deleted
 	case "SlackThreadDeleted":
 		// The mapping is revoked: a click on the deleted thread's buttons finds no inquiry.
-		return b.Exec(ctx, `UPDATE `+table+` SET installation = '', channel_id = '', root_ts = '' WHERE tenant_id = ? AND inquiry_id = ?`, tenant, id)
+		return "", true, b.ExecAtCommit(ctx, `UPDATE `+table+` SET installation = '', channel_id = '', root_ts = '' WHERE tenant_id = ? AND inquiry_id = ?`, tenant, id)
 	}
-	return fmt.Errorf("threads: unknown event type %q", e.Type)
+	return "", false, fmt.Errorf("threads: unknown event type %q", e.Type)
 }
