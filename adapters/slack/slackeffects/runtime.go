@@ -245,8 +245,8 @@ type Intent struct {
 // EmitTx records intents in a projection's batch (projections.Batch.EmitAll) and queues the jobs
 // of those that are new (InsertManyTx), in one statement each whatever their number: a redelivered
 // batch queues nothing again, and the batch's transaction id, which holds the log's visible end
-// from its first write, is taken two round trips before its commit. A subscriber calls it once,
-// at the end of Apply.
+// from its first write, is taken in its last round trips (the keys, the jobs and River's
+// notification, then the commit). A subscriber calls it once, at the end of Apply.
 func (r *Runtime) EmitTx(ctx context.Context, b *projections.Batch, projection string, intents []Intent) error {
 	if len(intents) == 0 {
 		return nil
@@ -274,15 +274,24 @@ type Queued struct {
 	At   time.Time
 }
 
-// InsertManyTx queues jobs in tx (a projection batch's transaction), each unique by its
-// arguments, in one statement.
+// InsertManyTx queues jobs in tx (a projection batch's transaction), each unique by its kind and
+// arguments, in one statement. Of jobs alike in one call the first is kept: River refuses a
+// statement that would insert one job twice.
 func (r *Runtime) InsertManyTx(ctx context.Context, tx *sql.Tx, jobs []Queued) error {
-	if len(jobs) == 0 {
-		return nil
+	params := make([]river.InsertManyParams, 0, len(jobs))
+	seen := make(map[string]bool, len(jobs))
+	for _, j := range jobs {
+		args, err := json.Marshal(j.Args)
+		if err != nil {
+			return fmt.Errorf("insert %s job: %w", j.Args.Kind(), err)
+		}
+		if k := j.Args.Kind() + "\x00" + string(args); !seen[k] {
+			seen[k] = true
+			params = append(params, river.InsertManyParams{Args: j.Args, InsertOpts: r.insertOpts(j.Args, j.At)})
+		}
 	}
-	params := make([]river.InsertManyParams, len(jobs))
-	for i, j := range jobs {
-		params[i] = river.InsertManyParams{Args: j.Args, InsertOpts: r.insertOpts(j.Args, j.At)}
+	if len(params) == 0 {
+		return nil
 	}
 	if _, err := r.Client().InsertManyTx(ctx, tx, params); err != nil {
 		return fmt.Errorf("insert %d %s jobs: %w", len(jobs), jobs[0].Args.Kind(), err)
