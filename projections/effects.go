@@ -52,27 +52,30 @@ func (b *Batch) Emit(ctx context.Context, projection string, e Effect) (bool, er
 // In a dry run nothing is written and new effects are only recorded.
 func (b *Batch) EmitAll(ctx context.Context, projection string, effects []Effect) ([]bool, error) {
 	fresh := make([]bool, len(effects))
+	first := make(map[string]int, len(effects)) // key → index of its first effect
+	for i, e := range effects {
+		if _, dup := first[e.Key]; !dup {
+			first[e.Key] = i
+		}
+	}
 	if b.effects != nil && b.effects.dryRun {
 		for i, e := range effects {
 			var n int
 			if err := b.QueryRow(ctx, `SELECT count(*) FROM effect_intents WHERE key = ?`, e.Key).Scan(&n); err != nil {
 				return nil, err
 			}
-			if fresh[i] = n == 0 && !emittedBefore(effects[:i], e.Key); fresh[i] {
+			if fresh[i] = n == 0 && first[e.Key] == i; fresh[i] {
 				b.effects.record(e)
 			}
 		}
 		return fresh, nil
 	}
-	first := make(map[string]int, len(effects)) // key → index of its first effect
-	args := make([]any, 0, len(effects)*len(intentTypes))
+	args := make([]any, 0, len(first)*len(intentTypes))
 	now := b.Now.UnixNano()
 	for i, e := range effects {
-		if _, dup := first[e.Key]; dup {
-			continue
+		if first[e.Key] == i {
+			args = append(args, e.Key, projection, e.Kind, e.Tenant, e.Payload, now)
 		}
-		first[e.Key] = i
-		args = append(args, e.Key, projection, e.Kind, e.Tenant, e.Payload, now)
 	}
 	err := b.rows(ctx, `INSERT INTO effect_intents (`+intentCols+`)`, ` ON CONFLICT (key) DO NOTHING RETURNING key`, intentTypes, args,
 		func(ctx context.Context, q string, args ...any) error {
@@ -96,15 +99,6 @@ func (b *Batch) EmitAll(ctx context.Context, projection string, effects []Effect
 		return nil, err
 	}
 	return fresh, nil
-}
-
-func emittedBefore(effects []Effect, key string) bool {
-	for _, e := range effects {
-		if e.Key == key {
-			return true
-		}
-	}
-	return false
 }
 
 // intentCols are the columns of effect_intents that EmitAll writes, in their order.
