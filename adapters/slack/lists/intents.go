@@ -23,9 +23,9 @@ const (
 // Intents is the listintents subscriber. From inquiry streams, for each active List of the tenant,
 // it inserts one sync job per inquiry per batch (the newest version) and, on a transition to a
 // terminal state, a removal job scheduled at the transition's time + the List's delay — in the
-// checkpoint's transaction. Runtime.EmitTx records the effect keys first: a redelivery never inserts
-// twice and a rebuild (Batch.Replaying) inserts nothing. A tenant without an active List gets no
-// job: zero I/O. It keeps no table: the List's health reads the desired version from the inquiry
+// checkpoint's transaction. slackeffects.Runtime.EmitTx records the effect keys first: a
+// redelivery never inserts twice and a rebuild (Batch.Replaying) inserts nothing. A tenant without
+// an active List gets no job: zero I/O. It keeps no table: the List's health reads the desired version from the inquiry
 // itself, and the reconciler works from the List's inventory and the log.
 type Intents struct {
 	Effects *slackeffects.Runtime

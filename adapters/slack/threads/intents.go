@@ -36,11 +36,11 @@ CREATE TABLE IF NOT EXISTS slack_threads{g} (
 
 // Intents is the slackintents subscriber. From inquiry streams it records each inquiry's desired
 // version and, for tenants with a destination, queues one sync job per inquiry per batch (the
-// newest version) in the checkpoint's transaction; Runtime.EmitTx records the effect keys first, so a
-// redelivery never inserts twice and a rebuild (Batch.Replaying) inserts nothing. From thread
-// events (slackthread streams, and the thread events of legacy slackproj streams) it folds the
-// thread mapping (tenant, inquiry) → (installation, channel, root ts, observed version), which a
-// replay rebuilds.
+// newest version) in the checkpoint's transaction; slackeffects.Runtime.EmitTx records the effect
+// keys first, so a redelivery never inserts twice and a rebuild (Batch.Replaying) inserts nothing.
+// From thread events (slackthread streams, and the thread events of legacy slackproj streams) it
+// folds the thread mapping (tenant, inquiry) → (installation, channel, root ts, observed version),
+// which a replay rebuilds.
 type Intents struct {
 	Effects *slackeffects.Runtime
 	Install *slackinstall.Store
