@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/casebook/casebook/adapters/httpapi"
 	"github.com/casebook/casebook/app"
+	"github.com/casebook/casebook/app/apptest"
 	"github.com/casebook/casebook/internal/ratelimit"
 )
 
@@ -48,20 +48,9 @@ func intakeWork(b *testing.B, interval time.Duration) {
 	if _, _, _, err := a.Tenancy.CreateTenant(ctx, "acme"); err != nil {
 		b.Fatal(err)
 	}
-	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	sctx, stop := context.WithCancel(context.Background())
-	served := make(chan error, 1)
-	go func() { served <- a.Serve(sctx, ln) }()
-	defer func() {
-		stop()
-		if err := <-served; err != nil {
-			b.Error(err)
-		}
-	}()
-	url := "http://" + ln.Addr().String() + "/v1/public/acme/inquiries"
+	base, stop := apptest.Serve(b, a)
+	defer stop()
+	url := base + "/v1/public/acme/inquiries"
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: clients}}
 	post := func(i int) error {
 		body := fmt.Sprintf(`{"name":"Bench %d","email":"bench%d@example.com","subject":"Load","message":"Loopback load test %d"}`, i, i, i)

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -53,20 +52,8 @@ func TestReplicaWithinItsConnections(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, err := (&net.ListenConfig{}).Listen(t.Context(), "tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	sctx, stop := context.WithCancel(context.Background())
-	served := make(chan error, 1)
-	go func() { served <- a.Serve(sctx, ln) }()
-	defer func() {
-		stop()
-		if err := <-served; err != nil {
-			t.Error(err)
-		}
-	}()
-	base := "http://" + ln.Addr().String()
+	base, stop := apptest.Serve(t, a)
+	defer stop()
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
 	do := func(method, path, key, body string) (int, string, error) {
 		req, err := http.NewRequestWithContext(t.Context(), method, base+path, strings.NewReader(body))

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"net"
 	"os"
 	"slices"
 	"sync"
@@ -62,19 +61,8 @@ func visibility(b *testing.B, slack bool) {
 			b.Fatal(err)
 		}
 	}
-	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	sctx, stop := context.WithCancel(context.Background())
-	served := make(chan error, 1)
-	go func() { served <- a.Serve(sctx, ln) }()
-	defer func() {
-		stop()
-		if err := <-served; err != nil {
-			b.Error(err)
-		}
-	}()
+	_, stop := apptest.Serve(b, a)
+	defer stop()
 	var mu sync.Mutex
 	var delays []time.Duration
 	var wg sync.WaitGroup
@@ -121,7 +109,9 @@ func visibility(b *testing.B, slack bool) {
 		return
 	}
 	slices.Sort(delays)
-	at := func(p float64) float64 { return float64(delays[int(p*float64(len(delays)-1))]) / float64(time.Millisecond) }
+	at := func(p float64) float64 {
+		return float64(delays[int(p*float64(len(delays)-1))]) / float64(time.Millisecond)
+	}
 	b.ReportMetric(at(0.5), "p50-ms")
 	b.ReportMetric(at(0.99), "p99-ms")
 }

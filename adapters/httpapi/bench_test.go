@@ -1,11 +1,9 @@
 package httpapi_test
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"slices"
 	"strings"
@@ -15,6 +13,7 @@ import (
 	"time"
 
 	"github.com/casebook/casebook/app"
+	"github.com/casebook/casebook/app/apptest"
 )
 
 // BenchmarkIntakeLoopback measures the public intake end to end: a real server (app.Serve, with its
@@ -34,20 +33,9 @@ func BenchmarkIntakeLoopback(b *testing.B) {
 	if _, _, _, err := a.Tenancy.CreateTenant(ctx, "acme"); err != nil {
 		b.Fatal(err)
 	}
-	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	sctx, stop := context.WithCancel(context.Background())
-	served := make(chan error, 1)
-	go func() { served <- a.Serve(sctx, ln) }()
-	defer func() {
-		stop()
-		if err := <-served; err != nil {
-			b.Error(err)
-		}
-	}()
-	url := "http://" + ln.Addr().String() + "/v1/public/acme/inquiries"
+	base, stop := apptest.Serve(b, a)
+	defer stop()
+	url := base + "/v1/public/acme/inquiries"
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: clients}}
 	post := func(i int) error {
 		body := fmt.Sprintf(`{"name":"Bench %d","email":"bench%d@example.com","subject":"Load","message":"Loopback load test %d"}`, i, i, i)

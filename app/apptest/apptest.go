@@ -5,6 +5,7 @@ package apptest
 import (
 	"context"
 	"database/sql"
+	"net"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -130,6 +131,29 @@ func Open(t testing.TB, cfg app.Config) *app.App {
 	}
 	t.Cleanup(func() { _ = a.Close() })
 	return a
+}
+
+// Serve serves a (subscribers, jobs and the HTTP API) on a fresh loopback port and returns the
+// API's base URL ("http://127.0.0.1:…") and a stop function, which shuts the server down and
+// fails t if serving failed. Call stop before a is closed.
+func Serve(t testing.TB, a *app.App) (base string, stop func()) {
+	t.Helper()
+	ln, err := (&net.ListenConfig{}).Listen(t.Context(), "tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- a.Serve(ctx, ln) }()
+	var once sync.Once
+	return "http://" + ln.Addr().String(), func() {
+		once.Do(func() {
+			cancel()
+			if err := <-served; err != nil {
+				t.Error(err)
+			}
+		})
+	}
 }
 
 // CatchUp runs every subscriber of a until it has applied the whole log (30 s at most).
