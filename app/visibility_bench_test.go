@@ -12,7 +12,6 @@ import (
 
 	"github.com/casebook/casebook/adapters/slack/fakeslack"
 	"github.com/casebook/casebook/adapters/slack/lists"
-	"github.com/casebook/casebook/adapters/slack/slackinstall"
 	"github.com/casebook/casebook/app"
 	"github.com/casebook/casebook/app/apptest"
 	"github.com/casebook/casebook/commands"
@@ -46,13 +45,7 @@ func visibility(b *testing.B, slack bool) {
 	if slack {
 		const channel = "C0OPS000001"
 		fake := fakeslack.NewTestServer(b, fakeslack.Options{Channels: []string{channel}, Clock: fakeslack.SystemClock()})
-		if _, err := a.Slack.Install(ctx, slackinstall.InstallRequest{Tenant: ten, Token: fake.Token(), SigningSecret: "sig",
-			AppID: "A0FAKEAPP01", APIURL: fake.URL()}); err != nil {
-			b.Fatal(err)
-		}
-		if _, err := a.Slack.SetDestination(ctx, slackinstall.DestinationRequest{Tenant: ten, Channel: channel, Clearance: "personal"}); err != nil {
-			b.Fatal(err)
-		}
+		apptest.InstallSlack(b, a, ten, fake, channel)
 		li, err := fake.CreateList("Inquiries", apptest.BoardColumns()...)
 		if err != nil {
 			b.Fatal(err)

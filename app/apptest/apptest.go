@@ -17,6 +17,7 @@ import (
 
 	"github.com/casebook/casebook/adapters/slack/fakeslack"
 	"github.com/casebook/casebook/adapters/slack/lists"
+	"github.com/casebook/casebook/adapters/slack/slackinstall"
 	"github.com/casebook/casebook/app"
 	"github.com/casebook/casebook/commands"
 	"github.com/casebook/casebook/domain"
@@ -131,6 +132,22 @@ func Open(t testing.TB, cfg app.Config) *app.App {
 	}
 	t.Cleanup(func() { _ = a.Close() })
 	return a
+}
+
+// InstallSlack installs fake as tenant's Slack workspace and, when channel is not empty, makes
+// channel the tenant's thread destination, cleared for personal data.
+func InstallSlack(t testing.TB, a *app.App, tenant domain.TenantID, fake *fakeslack.Server, channel string) {
+	t.Helper()
+	if _, err := a.Slack.Install(t.Context(), slackinstall.InstallRequest{Tenant: tenant, Token: fake.Token(), SigningSecret: "sig",
+		AppID: "A0FAKEAPP01", APIURL: fake.URL()}); err != nil {
+		t.Fatal(err)
+	}
+	if channel == "" {
+		return
+	}
+	if _, err := a.Slack.SetDestination(t.Context(), slackinstall.DestinationRequest{Tenant: tenant, Channel: channel, Clearance: "personal"}); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // Serve serves a (subscribers, jobs and the HTTP API) on a fresh loopback port and returns the

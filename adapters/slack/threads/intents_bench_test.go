@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/casebook/casebook/adapters/slack/fakeslack"
-	"github.com/casebook/casebook/adapters/slack/slackinstall"
 	"github.com/casebook/casebook/adapters/slack/threads"
 	"github.com/casebook/casebook/app"
 	"github.com/casebook/casebook/app/apptest"
@@ -23,18 +22,11 @@ func BenchmarkIntentBatch(b *testing.B) {
 	if os.Getenv("TEST_DATABASE_URL") == "" {
 		b.Skip("TEST_DATABASE_URL is not set")
 	}
-	ctx := b.Context()
 	clk := apptest.NewClock(time.Date(2026, 11, 1, 9, 0, 0, 0, time.UTC))
 	a := apptest.Open(b, app.Config{DatabaseURL: pgtest.URL(b), Now: clk.Now, Logger: slog.New(slog.DiscardHandler)})
 	fake := fakeslack.NewTestServer(b, fakeslack.Options{Channels: []string{channel}})
 	ten, _, _ := apptest.TenantWithOperator(b, a, "acme")
-	if _, err := a.Slack.Install(ctx, slackinstall.InstallRequest{Tenant: ten, Token: fake.Token(), SigningSecret: "sig",
-		AppID: "A0FAKEAPP01", APIURL: fake.URL()}); err != nil {
-		b.Fatal(err)
-	}
-	if _, err := a.Slack.SetDestination(ctx, slackinstall.DestinationRequest{Tenant: ten, Channel: channel, Clearance: "personal"}); err != nil {
-		b.Fatal(err)
-	}
+	apptest.InstallSlack(b, a, ten, fake, channel)
 	n := 0
 	for b.Loop() {
 		b.StopTimer()
