@@ -7,6 +7,7 @@ import (
 	"database/sql"
 	"net"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -257,20 +258,22 @@ func CountStatements(trips [][]string) int {
 	return n
 }
 
-// HeldFor counts a batch's round trips from the one with its first write to its last, both
-// included (0 when it wrote nothing): on Postgres the batch holds a transaction id, and with it
-// the log's visible end for every reader, for that many round trips.
+// HeldFor counts a batch's round trips from the one with its first write (a statement with
+// INSERT, UPDATE or DELETE in it, row locks included) to its last, both included (0 when it
+// wrote nothing): on Postgres the batch holds a transaction id, and with it the log's visible end
+// for every reader, for that many round trips.
 func HeldFor(trips [][]string) int {
 	for i, trip := range trips {
 		for _, q := range trip {
-			u := strings.ToUpper(q)
-			if strings.HasPrefix(u, "INSERT") || strings.HasPrefix(u, "UPDATE") || strings.HasPrefix(u, "DELETE") || strings.HasPrefix(u, "WITH") {
+			if writes.MatchString(q) {
 				return len(trips) - i
 			}
 		}
 	}
 	return 0
 }
+
+var writes = regexp.MustCompile(`(?i)\b(INSERT|UPDATE|DELETE)\b`)
 
 // WaitReady waits (30 s at most) until every subscriber of a running a has applied the log's head
 // as it stands now and a.Ready reports ready, as /readyz would. It fails t with the last reason.
