@@ -168,13 +168,17 @@ func (t *pipeTx) Commit() error {
 		return t.Tx.Commit()
 	}
 	var b pgx.Batch
-	sent := make([]string, 0, len(queued)+1) // the tracer sees no statement of a batch
 	for _, s := range queued {
 		b.Queue(s.query, s.args...)
-		sent = append(sent, s.query)
 	}
 	b.Queue("COMMIT")
-	recordRoundTrip(t.ctx, append(sent, "commit")...) // "commit" as a commit on its own shows
+	if l := statementLogOf(t.ctx); l != nil { // the tracer sees no statement of a batch
+		sent := make([]string, 0, len(queued)+1)
+		for _, s := range queued {
+			sent = append(sent, s.query)
+		}
+		l.add(append(sent, "commit")...) // one round trip; "commit" as a commit on its own shows
+	}
 	conn := t.c.Conn.Conn()
 	br := conn.SendBatch(t.ctx, &b)
 	var err error

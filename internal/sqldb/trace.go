@@ -69,24 +69,21 @@ func (db *DB) logStatement(ctx context.Context, q string) {
 	if db.Dialect != SQLite {
 		return
 	}
-	if l, ok := ctx.Value(statementLogKey{}).(*StatementLog); ok {
-		l.add(q)
-	}
+	RecordStatement(ctx, q)
 }
 
 // RecordStatement records q in ctx's StatementLog, if it has one: for a statement sent on behalf
 // of ctx in another context's pipeline (pgx.Batch), which the pool's tracer does not see.
 func RecordStatement(ctx context.Context, q string) {
-	if l, ok := ctx.Value(statementLogKey{}).(*StatementLog); ok {
+	if l := statementLogOf(ctx); l != nil {
 		l.add(q)
 	}
 }
 
-// recordRoundTrip records qs in ctx's StatementLog, if it has one, as sent in one round trip.
-func recordRoundTrip(ctx context.Context, qs ...string) {
-	if l, ok := ctx.Value(statementLogKey{}).(*StatementLog); ok {
-		l.add(qs...)
-	}
+// statementLogOf is ctx's StatementLog, or nil.
+func statementLogOf(ctx context.Context) *StatementLog {
+	l, _ := ctx.Value(statementLogKey{}).(*StatementLog)
+	return l
 }
 
 // poolTracer records each statement a pool connection sends in its context's StatementLog.
