@@ -34,15 +34,6 @@ func (s *effectSink) recorded() []Effect {
 	return append([]Effect(nil), s.would...)
 }
 
-// Emit is EmitAll of one effect: it reports whether e is new.
-func (b *Batch) Emit(ctx context.Context, projection string, e Effect) (bool, error) {
-	fresh, err := b.EmitAll(ctx, projection, []Effect{e})
-	if err != nil {
-		return false, err
-	}
-	return fresh[0], nil
-}
-
 // EmitAll records effect intents in the batch's transaction and reports, for each, whether it is
 // new: an effect whose key was already emitted (by the live generation, an earlier delivery, or
 // earlier in effects) is not emitted again. It writes every effect with one statement on Postgres

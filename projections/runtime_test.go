@@ -45,11 +45,11 @@ func (p *probe) Apply(ctx context.Context, b *Batch) error {
 			ON CONFLICT (id) DO UPDATE SET n = `+b.Gen.Table("probe_seen")+`.n + 1`, e.ID, e.StreamID); err != nil {
 			return err
 		}
-		fresh, err := b.Emit(ctx, "probe", Effect{Key: fmt.Sprintf("%s/%d", e.StreamID, e.Revision), Kind: "test", Tenant: "t", Payload: "{}"})
+		fresh, err := b.EmitAll(ctx, "probe", []Effect{{Key: fmt.Sprintf("%s/%d", e.StreamID, e.Revision), Kind: "test", Tenant: "t", Payload: "{}"}})
 		if err != nil {
 			return err
 		}
-		if fresh {
+		if fresh[0] {
 			p.newFx.Add(1)
 		}
 		p.applied.Add(1)
