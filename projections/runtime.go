@@ -789,10 +789,26 @@ func (r *Runner) applyTx(ctx context.Context, l *lease, gen Generation, name str
 }
 
 // update records that the checkpoint is at position at after n more events, with fresh lag and
-// parked counts (parked, when not negative, is the count a batch just committed), and wakes WaitFor
-// callers. The status changes in one step, so a waiter that wakes
-// sees lag and position that agree.
+// parked counts (parked, when not negative, is the count a batch just committed). WaitFor callers
+// wake as soon as the position is recorded, before the head is read for the lag: that read is a
+// round trip on Postgres that no waiter needs. So the status moves in two steps, its position
+// first and its head, lag and parked counts after the read.
 func (r *Runner) update(ctx context.Context, at eventstore.Position, n uint64, parked int) error {
+	gen := r.currentGen()
+	now := r.Now()
+	r.mu.Lock()
+	r.status.Position, r.status.Generation = at, gen
+	r.status.Processed += n
+	if n > 0 {
+		r.status.Batches++
+	}
+	r.status.Heartbeat = now
+	lagEvents, lagSeconds := r.status.LagEvents, r.status.LagSeconds
+	stale := now.Sub(r.statsAt) >= StatsInterval || n == 0
+	close(r.progress)
+	r.progress = make(chan struct{})
+	r.mu.Unlock()
+
 	// Not Head: on Postgres it waits for every transaction in front of the last commit, which
 	// includes the other subscribers' batches; the status needs only what is readable now.
 	head, err := eventstore.VisibleHead(ctx, r.Store)
@@ -800,11 +816,6 @@ func (r *Runner) update(ctx context.Context, at eventstore.Position, n uint64, p
 		return fmt.Errorf("read head: %w", err)
 	}
 	caughtUp := !at.Less(head)
-	now := r.Now()
-	r.mu.Lock()
-	lagEvents, lagSeconds := r.status.LagEvents, r.status.LagSeconds
-	stale := now.Sub(r.statsAt) >= StatsInterval || n == 0
-	r.mu.Unlock()
 	switch {
 	case caughtUp:
 		lagEvents, lagSeconds = 0, 0
@@ -823,7 +834,6 @@ func (r *Runner) update(ctx context.Context, at eventstore.Position, n uint64, p
 	case lagEvents >= int64(n):
 		lagEvents -= int64(n)
 	}
-	gen := r.currentGen()
 	if parked < 0 {
 		if parked, err = countParked(ctx, r.DB, checkpointName(r.Projection, gen)); err != nil {
 			return err
@@ -834,20 +844,12 @@ func (r *Runner) update(ctx context.Context, at eventstore.Position, n uint64, p
 	if stale {
 		r.statsAt = now
 	}
-	r.status.Position, r.status.Generation = at, gen
-	r.status.Processed += n
-	if n > 0 {
-		r.status.Batches++
-	}
-	r.status.Heartbeat = now
 	r.status.Head, r.status.CaughtUp = head, caughtUp
 	r.status.LagEvents, r.status.LagSeconds, r.status.Parked = lagEvents, lagSeconds, parked
 	if caughtUp {
 		r.status.EverCaughtUp = true
 		r.status.LastError = ""
 	}
-	close(r.progress)
-	r.progress = make(chan struct{})
 	return nil
 }
 

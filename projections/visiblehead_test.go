@@ -7,6 +7,7 @@ import (
 
 	"github.com/casebook/casebook/eventstore"
 	"github.com/casebook/casebook/eventstore/postgres"
+	"github.com/casebook/casebook/internal/dbtest"
 	"github.com/casebook/casebook/internal/pgtest"
 	"github.com/casebook/casebook/internal/sqldb"
 )
@@ -72,4 +73,73 @@ func TestBatchDoesNotWaitForOtherTransactions(t *testing.T) {
 	if st.Position != evs[0].Position || !st.CaughtUp {
 		t.Fatalf("status %+v: want at %v and caught up with what is readable", st, evs[0].Position)
 	}
+}
+
+// gatedHead is a store whose VisibleHead, the read a batch's status update makes, waits until
+// the test releases it.
+type gatedHead struct {
+	eventstore.Store
+	entered, release chan struct{}
+}
+
+func (g gatedHead) VisibleHead(ctx context.Context) (eventstore.Position, error) {
+	select {
+	case g.entered <- struct{}{}:
+	case <-ctx.Done():
+		return eventstore.Position{}, ctx.Err()
+	}
+	select {
+	case <-g.release:
+	case <-ctx.Done():
+		return eventstore.Position{}, ctx.Err()
+	}
+	return eventstore.VisibleHead(ctx, g.Store)
+}
+
+// TestWaitersWakeBeforeTheHeadRead: a read waiting for a batch's position (read-your-writes,
+// consistent=true) is answered once the batch has committed, not after the head read that dates
+// the status's lag, a round trip on Postgres. The head, lag and caught-up flag follow that read.
+func TestWaitersWakeBeforeTheHeadRead(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, db *sqldb.DB) {
+		ctx, cancel := context.WithTimeout(t.Context(), time.Minute) // a hang guard, not a measure
+		defer cancel()
+		tb := newBundle(t, db)
+		store := gatedHead{Store: tb.store, entered: make(chan struct{}), release: make(chan struct{})}
+		r := &Runner{Store: store, DB: db, Projection: &probe{}, Owner: "a", LeaseTTL: 30 * time.Second}
+		if err := r.Setup(ctx); err != nil {
+			t.Fatal(err)
+		}
+		r.gen = 1
+		l := &lease{db: db, name: checkpointName(r.Projection, 1), owner: "a", ttl: r.LeaseTTL, now: time.Now}
+		if ok, err := l.acquire(ctx); !ok || err != nil {
+			t.Fatalf("acquire: %v %v", ok, err)
+		}
+		r.setOwner(true)
+		at := tb.append(t, "s-1", "a").Position
+		evs, err := tb.store.ReadAll(ctx, eventstore.Start, 0)
+		if err != nil || len(evs) != 1 {
+			t.Fatalf("read %d events, %v", len(evs), err)
+		}
+		applied := make(chan error, 1)
+		go func() { applied <- r.applyBatch(ctx, l, 1, l.name, pending{evs: evs}) }()
+		select {
+		case <-store.entered:
+		case err := <-applied:
+			t.Fatalf("the batch ended (%v) without reading the head", err)
+		}
+		if err := r.WaitFor(ctx, at); err != nil {
+			t.Fatalf("WaitFor while the head read is pending: %v", err)
+		}
+		if st := r.Status(); st.Position != at || st.CaughtUp {
+			t.Fatalf("status before the head read %+v: want at %v, not yet known to be caught up", st, at)
+		}
+		close(store.release)
+		if err := <-applied; err != nil {
+			t.Fatal(err)
+		}
+		if st := r.Status(); st.Head != at || !st.CaughtUp || st.LagEvents != 0 {
+			t.Fatalf("status after the head read %+v: want head %v, caught up", st, at)
+		}
+	})
 }
