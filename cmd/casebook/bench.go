@@ -42,8 +42,9 @@ import (
 //     Casebook/baseline ratio of the rounds is reported;
 //   - the CPU per intake of the whole process and of each subscriber (from a CPU profile of the
 //     first Casebook round; subscribers' goroutines carry projections.ProfileLabel);
-//   - the latency from an acknowledged intake to its visibility in GET /v1/inquiries/{id} at a fixed
-//     offered rate (--rate), after a warm-up at that rate (--visibility-warmup) reported apart, and
+//   - the latency from an acknowledged intake to its visibility in GET /v1/inquiries/{id}, and to a
+//     consistent=true read of it, at a fixed offered rate (--rate), after a warm-up at that rate
+//     (--visibility-warmup) reported apart (see measureVisibility), and
 //   - operator commands/s (triage, claim, resolve).
 //
 // Storage: a temporary data directory by default (removed afterwards). An explicit --data-dir
@@ -555,8 +556,13 @@ type visibility struct {
 	OfferedPerSecond float64 `json:"offered_per_second"`
 	AchievedPerSec   float64 `json:"achieved_per_second"`
 	Intakes          result  `json:"intake"`
-	Visible          result  `json:"ack_to_visible"`
-	Skipped          int64   `json:"skipped"` // not sent: too many in flight (the server fell behind)
+	// Visible is measured on every other intake: the query model has applied the intake's own
+	// event and a plain GET returned it.
+	Visible result `json:"ack_to_visible"`
+	// ConsistentRead is measured on the others: a GET with consistent=true, which also waits for
+	// every event committed before it arrived (a client's read-your-writes).
+	ConsistentRead result `json:"ack_to_consistent_read"`
+	Skipped        int64  `json:"skipped"` // not sent: too many in flight (the server fell behind)
 	// Warmup is the same measurement over the warm-up that precedes it, not counted above: a
 	// process's first second of such reads runs slower than the next (on Postgres at 250/s, p99
 	// 175–208 ms against 19–53 ms), and the figures are of the steady state.
@@ -564,18 +570,25 @@ type visibility struct {
 }
 
 // measureVisibility offers count intakes at rate (open loop: each is sent when due, whatever the
-// server's pace, up to 256 in flight; the client keeps as many connections). After each
-// acknowledgement it asks GET /v1/inquiries/{id}?consistent=true, which answers once the query
-// model has applied the log's head as of the request's arrival (positions handed to clients are
-// opaque tokens): the time from the acknowledgement to that answer is the figure, an upper bound
-// of the true visibility delay by one loopback request (and by the events appended between the
-// acknowledgement and the request's arrival).
+// server's pace, up to 256 in flight; the client keeps as many connections) and measures two
+// delays from each acknowledgement, on alternate intakes:
+//   - ack_to_visible: the bench finds the intake's event on the write side (two indexed reads,
+//     counted in the delay), waits in process until the query model has applied it
+//     (Runner.WaitFor), then GET /v1/inquiries/{id} must return the inquiry. The figure is an
+//     upper bound of the true delay by those reads and one loopback request.
+//   - ack_to_consistent_read: GET /v1/inquiries/{id}?consistent=true, which answers once the query
+//     model has applied the log's head as of the request's arrival, so it also waits for the
+//     events appended between the acknowledgement and that arrival.
+//
+// A 503 (the query model has not caught up within the server's wait) says retry: the delay keeps
+// counting until the inquiry is served, for at most a minute.
 func measureVisibility(ctx context.Context, a *app.App, client *http.Client, base, token string, tenant domain.TenantID, slug string,
 	rate ratelimit.Rate, count int, keys string, body func(int) string) visibility {
 	const maxInflight = 256
 	interval := rate.Per / time.Duration(rate.Events)
 	ack := make([]time.Duration, 0, count)
-	vis := make([]time.Duration, 0, count)
+	vis := make([]time.Duration, 0, count/2+1)
+	cons := make([]time.Duration, 0, count/2+1)
 	var mu sync.Mutex
 	var errs, skipped atomic.Int64
 	var first atomic.Value
@@ -584,6 +597,32 @@ func measureVisibility(ctx context.Context, a *app.App, client *http.Client, bas
 	fail := func(err error) {
 		errs.Add(1)
 		first.CompareAndSwap(nil, err.Error())
+	}
+	// visible waits for id's first event in the query model, then reads the inquiry once.
+	visible := func(id domain.InquiryID) error {
+		evs, err := a.Store.ReadStream(ctx, eventstore.InquiryStream(tenant, id), 0, 1)
+		if err != nil {
+			return err
+		}
+		if len(evs) == 0 {
+			return fmt.Errorf("inquiry %s acknowledged but its stream is empty", id)
+		}
+		wctx, cancel := context.WithTimeout(ctx, time.Minute)
+		defer cancel()
+		if err := a.QueryModel().WaitFor(wctx, evs[0].Position); err != nil {
+			return fmt.Errorf("query model did not apply inquiry %s: %w", id, err)
+		}
+		_, err = call(client, http.MethodGet, base+"/v1/inquiries/"+string(id), token, nil, "", http.StatusOK)
+		return err
+	}
+	// consistent reads the inquiry with consistent=true until it is served.
+	consistent := func(id domain.InquiryID, acked time.Time) error {
+		for {
+			_, err := call(client, http.MethodGet, base+"/v1/inquiries/"+string(id)+"?consistent=true", token, nil, "", http.StatusOK)
+			if err == nil || !lagging(err) || time.Since(acked) > time.Minute {
+				return err
+			}
+		}
 	}
 	start := time.Now()
 	for i := range count {
@@ -608,25 +647,25 @@ func measureVisibility(ctx context.Context, a *app.App, client *http.Client, bas
 			// The public answer holds only the receipt; the bench finds the id on the write
 			// side (one indexed read, counted in the delay).
 			id, _, err := a.Commands.FindIntake(ctx, tenant, domain.SourcePublicForm, key)
+			if err == nil {
+				if i%2 == 0 {
+					err = visible(id)
+				} else {
+					err = consistent(id, acked)
+				}
+			}
 			if err != nil {
 				fail(err)
 				return
 			}
-			// A 503 (the query model has not caught up within the server's wait) says retry: the
-			// delay keeps counting until the inquiry is served, for at most a minute.
-			for {
-				_, err := call(client, http.MethodGet, base+"/v1/inquiries/"+string(id)+"?consistent=true", token, nil, "", http.StatusOK)
-				if err == nil {
-					break
-				}
-				if !lagging(err) || time.Since(acked) > time.Minute {
-					fail(err)
-					return
-				}
-			}
 			seen := time.Now()
 			mu.Lock()
-			ack, vis = append(ack, acked.Sub(t0)), append(vis, seen.Sub(acked))
+			ack = append(ack, acked.Sub(t0))
+			if i%2 == 0 {
+				vis = append(vis, seen.Sub(acked))
+			} else {
+				cons = append(cons, seen.Sub(acked))
+			}
 			mu.Unlock()
 		})
 	}
@@ -638,6 +677,7 @@ func measureVisibility(ctx context.Context, a *app.App, client *http.Client, bas
 		AchievedPerSec:   float64(len(ack)) / total.Seconds(),
 		Intakes:          summarize(ack, total, errs.Load(), firstErr),
 		Visible:          summarize(vis, total, errs.Load(), firstErr),
+		ConsistentRead:   summarize(cons, total, errs.Load(), firstErr),
 		Skipped:          skipped.Load(),
 	}
 }

@@ -28,11 +28,13 @@ type benchOut struct {
 		Subscribers   map[string]cpuShare `json:"subscribers"`
 	} `json:"cpu"`
 	Visibility *struct {
-		Intakes result `json:"intake"`
-		Visible result `json:"ack_to_visible"`
-		Skipped int64  `json:"skipped"`
-		Warmup  *struct {
-			Visible result `json:"ack_to_visible"`
+		Intakes        result `json:"intake"`
+		Visible        result `json:"ack_to_visible"`
+		ConsistentRead result `json:"ack_to_consistent_read"`
+		Skipped        int64  `json:"skipped"`
+		Warmup         *struct {
+			Visible        result `json:"ack_to_visible"`
+			ConsistentRead result `json:"ack_to_consistent_read"`
 		} `json:"warmup"`
 	} `json:"visibility"`
 	Commands      result `json:"commands"`
@@ -71,8 +73,11 @@ func checkBench(t *testing.T, out benchOut, intakes int, wantGroupCalls bool) {
 	if r.Ratio <= 0 || out.LowestRatio != r.Ratio {
 		t.Errorf("ratio %v, lowest %v", r.Ratio, out.LowestRatio)
 	}
-	if v := out.Visibility; v == nil || v.Visible.Requests != intakes || v.Visible.Errors != 0 || v.Skipped != 0 || v.Visible.P99Millis <= 0 {
-		t.Errorf("visibility: %+v, want %d measured intakes", v, intakes)
+	// Alternate intakes measure each delay: the even ones ack → visible, the odd ones a consistent read.
+	if v := out.Visibility; v == nil || v.Intakes.Requests != intakes || v.Skipped != 0 ||
+		v.Visible.Requests != (intakes+1)/2 || v.Visible.Errors != 0 || v.Visible.P99Millis <= 0 ||
+		v.ConsistentRead.Requests != intakes/2 || v.ConsistentRead.P99Millis <= 0 {
+		t.Errorf("visibility: %+v, want %d measured intakes, half of them each way", v, intakes)
 	}
 	if out.Commands.Requests == 0 || out.Commands.Errors != 0 {
 		t.Errorf("commands: %+v", out.Commands)
@@ -100,7 +105,7 @@ func TestBenchEmbedded(t *testing.T) {
 	}
 	checkBench(t, out, 60, true)
 	// The warm-up (100 ms at 200/s) is measured apart; checkBench saw only the 60 that follow it.
-	if w := out.Visibility.Warmup; w == nil || w.Visible.Requests != 20 || w.Visible.Errors != 0 {
+	if w := out.Visibility.Warmup; w == nil || w.Visible.Requests+w.ConsistentRead.Requests != 20 || w.Visible.Errors != 0 {
 		t.Errorf("warm-up: %+v, want 20 intakes measured apart", w)
 	}
 	if r := out.Rounds[0]; r.IntakeOnly != nil {
