@@ -38,8 +38,9 @@ import (
 //   - intake requests/s with p50/p99 at --concurrency clients, alternating --rounds times with a
 //     baseline served by the same process: decode the JSON and do one INSERT per request (embedded:
 //     a SQLite file in WAL mode with synchronous=FULL beside the data directory's file, on the same
-//     file system; Postgres: a plain single-row INSERT on the same database). The lowest
-//     Casebook/baseline ratio of the rounds is reported;
+//     file system; Postgres: a plain single-row INSERT on the same database), which starts once every
+//     subscriber has applied Casebook's round (catch_up_ms). The lowest Casebook/baseline ratio of
+//     the rounds is reported;
 //   - the CPU per intake of the whole process and of each subscriber (from a CPU profile of the
 //     first Casebook round; subscribers' goroutines carry projections.ProfileLabel);
 //   - the latency from an acknowledged intake to its visibility in GET /v1/inquiries/{id}, and to a
@@ -221,10 +222,14 @@ func bench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 				fmt.Fprintln(stderr, "bench: cpu profile:", err)
 			}
 		}
+		// The subscribers apply the round before anything else runs, so that their backlog does not
+		// compete with the baseline (or the held round) for the CPU and the disk.
+		caughtUp := time.Now()
+		waitAllCaughtUp(ctx, a)
+		catchUp := time.Since(caughtUp)
 		var held *result
 		var heldBatches uint64
 		if *intakeOnly {
-			waitAllCaughtUp(ctx, a)
 			before := snapLane(a)
 			hold.set(true)
 			io := measure(*n, *conc, func(i int) error { return post(base, fmt.Sprintf("bench-held-%d-%d", r, i), i) })
@@ -237,7 +242,7 @@ func bench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			}
 		}
 		bl := measure(*n, *conc, func(i int) error { return post(baseURL, fmt.Sprintf("bench-%d-%d", r, i), i) })
-		rd := round{Casebook: cb, Baseline: bl, Ratio: cb.PerSecond / bl.PerSecond}
+		rd := round{Casebook: cb, CatchUpMillis: float64(catchUp.Microseconds()) / 1000, Baseline: bl, Ratio: cb.PerSecond / bl.PerSecond}
 		if held != nil {
 			rd.IntakeOnly, rd.IntakeOnlyRatio, rd.BatchesWhileHeld = held, held.PerSecond/bl.PerSecond, heldBatches
 		}
@@ -285,9 +290,12 @@ func bench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 }
 
 type round struct {
-	Casebook result  `json:"casebook"`
-	Baseline result  `json:"baseline"`
-	Ratio    float64 `json:"ratio"`
+	Casebook result `json:"casebook"`
+	// CatchUpMillis is the time from the round's last acknowledgement until every subscriber had
+	// applied the round; the baseline starts after it.
+	CatchUpMillis float64 `json:"catch_up_ms"`
+	Baseline      result  `json:"baseline"`
+	Ratio         float64 `json:"ratio"`
 	// With --intake-only: the same intakes with every subscriber held, against the same baseline.
 	IntakeOnly      *result `json:"intake_only,omitempty"`
 	IntakeOnlyRatio float64 `json:"intake_only_ratio,omitempty"`

@@ -14,9 +14,10 @@ import (
 type benchOut struct {
 	Storage string `json:"storage"`
 	Rounds  []struct {
-		Casebook result  `json:"casebook"`
-		Baseline result  `json:"baseline"`
-		Ratio    float64 `json:"ratio"`
+		Casebook      result  `json:"casebook"`
+		CatchUpMillis float64 `json:"catch_up_ms"`
+		Baseline      result  `json:"baseline"`
+		Ratio         float64 `json:"ratio"`
 
 		IntakeOnly       *result `json:"intake_only"`
 		IntakeOnlyRatio  float64 `json:"intake_only_ratio"`
@@ -69,6 +70,9 @@ func checkBench(t *testing.T, out benchOut, intakes int, wantGroupCalls bool) {
 		if res.Requests != intakes || res.Errors != 0 || res.PerSecond <= 0 {
 			t.Errorf("%s round: %+v, want %d requests without errors", name, res, intakes)
 		}
+	}
+	if r.CatchUpMillis <= 0 {
+		t.Errorf("catch_up_ms %v: the subscribers' catch-up before the baseline was not measured", r.CatchUpMillis)
 	}
 	if r.Ratio <= 0 || out.LowestRatio != r.Ratio {
 		t.Errorf("ratio %v, lowest %v", r.Ratio, out.LowestRatio)
