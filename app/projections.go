@@ -142,7 +142,10 @@ func (a *App) CatchUp(ctx context.Context) error {
 	}
 	for _, r := range a.Runners {
 		if err := r.WaitFor(ctx, head); err != nil {
-			return fmt.Errorf("projection %s did not catch up: %w", r.Projection.Name(), err)
+			// The runner retries failures itself; what it last saw says why it is behind.
+			st := r.Status()
+			return fmt.Errorf("projection %s did not catch up (at %v of %v, state %s, owner %t, %d parked, last error %q): %w",
+				r.Projection.Name(), st.Position, head, st.State, st.Owner, st.Parked, st.LastError, err)
 		}
 	}
 	return nil
