@@ -494,7 +494,7 @@ func (r *Runner) follow(ctx context.Context, gen Generation) error {
 	if err != nil {
 		return err
 	}
-	return r.update(ctx, p, 0, -1)
+	return r.update(ctx, p, 0, -1, nil)
 }
 
 // checkGeneration fails with errGenerationChanged when a live runner's generation is no longer
@@ -563,7 +563,7 @@ func (r *Runner) runOwned(ctx context.Context, l *lease, gen Generation) error {
 type pending struct {
 	evs      []eventstore.RecordedEvent
 	prepared any
-	applied  chan struct{}  // closed once committed, when the subscription waits for it
+	applied  chan struct{}  // closed once committed (see update), when the subscription waits for it
 	waited   *time.Duration // set before applied closes: how long the transaction waited for the writer lane
 }
 
@@ -584,7 +584,7 @@ func (r *Runner) subscribe(ctx context.Context, l *lease, gen Generation) error 
 	if err != nil {
 		return fmt.Errorf("read checkpoint: %w", err)
 	}
-	if err := r.update(ctx, from, 0, -1); err != nil {
+	if err := r.update(ctx, from, 0, -1, nil); err != nil {
 		return err
 	}
 	ctx, cancel := context.WithCancelCause(ctx)
@@ -603,9 +603,6 @@ func (r *Runner) subscribe(ctx context.Context, l *lease, gen Generation) error 
 				for range queue { // drain so the subscription never blocks
 				}
 				return
-			}
-			if p.applied != nil {
-				close(p.applied)
 			}
 		}
 	}()
@@ -716,7 +713,7 @@ func (r *Runner) applyBatch(ctx context.Context, l *lease, gen Generation, name 
 	if renew != 0 {
 		l.renewedAt(at)
 	}
-	return r.update(ctx, last, uint64(len(p.evs)), parked)
+	return r.update(ctx, last, uint64(len(p.evs)), parked, p.applied)
 }
 
 // applyTx is applyBatch's transaction: all events at once, or (after failed) one by one. It
@@ -790,10 +787,11 @@ func (r *Runner) applyTx(ctx context.Context, l *lease, gen Generation, name str
 
 // update records that the checkpoint is at position at after n more events, with fresh lag and
 // parked counts (parked, when not negative, is the count a batch just committed). WaitFor callers
-// wake as soon as the position is recorded, before the head is read for the lag: that read is a
-// round trip on Postgres that no waiter needs. So the status moves in two steps, its position
-// first and its head, lag and parked counts after the read.
-func (r *Runner) update(ctx context.Context, at eventstore.Position, n uint64, parked int) error {
+// wake as soon as the position is recorded, and applied (when not nil) closes then too, so the
+// subscription reads its next batch meanwhile: the head read that dates the lag is a round trip
+// on Postgres that neither needs. So the status moves in two steps, its position first and its
+// head, lag and parked counts after the read.
+func (r *Runner) update(ctx context.Context, at eventstore.Position, n uint64, parked int, applied chan struct{}) error {
 	gen := r.currentGen()
 	now := r.Now()
 	r.mu.Lock()
@@ -808,6 +806,9 @@ func (r *Runner) update(ctx context.Context, at eventstore.Position, n uint64, p
 	close(r.progress)
 	r.progress = make(chan struct{})
 	r.mu.Unlock()
+	if applied != nil {
+		close(applied)
+	}
 
 	// Not Head: on Postgres it waits for every transaction in front of the last commit, which
 	// includes the other subscribers' batches; the status needs only what is readable now.

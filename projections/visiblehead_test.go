@@ -97,8 +97,9 @@ func (g gatedHead) VisibleHead(ctx context.Context) (eventstore.Position, error)
 }
 
 // TestWaitersWakeBeforeTheHeadRead: a read waiting for a batch's position (read-your-writes,
-// consistent=true) is answered once the batch has committed, not after the head read that dates
-// the status's lag, a round trip on Postgres. The head, lag and caught-up flag follow that read.
+// consistent=true) is answered once the batch has committed, and the subscription may read its
+// next batch then, not after the head read that dates the status's lag, a round trip on Postgres.
+// The head, lag and caught-up flag follow that read.
 func TestWaitersWakeBeforeTheHeadRead(t *testing.T) {
 	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, db *sqldb.DB) {
@@ -122,7 +123,8 @@ func TestWaitersWakeBeforeTheHeadRead(t *testing.T) {
 			t.Fatalf("read %d events, %v", len(evs), err)
 		}
 		applied := make(chan error, 1)
-		go func() { applied <- r.applyBatch(ctx, l, 1, l.name, pending{evs: evs}) }()
+		p := pending{evs: evs, applied: make(chan struct{}), waited: new(time.Duration)}
+		go func() { applied <- r.applyBatch(ctx, l, 1, l.name, p) }()
 		select {
 		case <-store.entered:
 		case err := <-applied:
@@ -130,6 +132,11 @@ func TestWaitersWakeBeforeTheHeadRead(t *testing.T) {
 		}
 		if err := r.WaitFor(ctx, at); err != nil {
 			t.Fatalf("WaitFor while the head read is pending: %v", err)
+		}
+		select {
+		case <-p.applied: // the subscription may read on
+		case <-ctx.Done():
+			t.Fatal("the batch was not marked applied while the head read was pending")
 		}
 		if st := r.Status(); st.Position != at || st.CaughtUp {
 			t.Fatalf("status before the head read %+v: want at %v, not yet known to be caught up", st, at)
