@@ -291,8 +291,8 @@ func bench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 
 type round struct {
 	Casebook result `json:"casebook"`
-	// CatchUpMillis is the time from the round's last acknowledgement until every subscriber had
-	// applied the round; the baseline starts after it.
+	// CatchUpMillis is the time from the end of the round's intakes until every subscriber had
+	// applied them; the baseline starts after it.
 	CatchUpMillis float64 `json:"catch_up_ms"`
 	Baseline      result  `json:"baseline"`
 	Ratio         float64 `json:"ratio"`
