@@ -31,15 +31,7 @@ func TestBatchDoesNotWaitForOtherTransactions(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = store.Close() })
-	r := &Runner{Store: store, DB: db, Projection: countProjection{}, Owner: "a", LeaseTTL: 30 * time.Second}
-	if err := r.Setup(ctx); err != nil {
-		t.Fatal(err)
-	}
-	r.gen = 1
-	l := &lease{db: db, name: checkpointName(r.Projection, 1), owner: "a", ttl: r.LeaseTTL, now: time.Now}
-	if ok, err := l.acquire(ctx); !ok || err != nil {
-		t.Fatalf("acquire: %v %v", ok, err)
-	}
+	r, l := ownedRunner(ctx, t, store, db, countProjection{})
 	appendOne := func(stream string) {
 		t.Helper()
 		if _, err := store.Append(ctx, stream, eventstore.Any(), []eventstore.EventData{{ID: eventstore.DeterministicID(stream, 0),
@@ -75,6 +67,21 @@ func TestBatchDoesNotWaitForOtherTransactions(t *testing.T) {
 	}
 }
 
+// ownedRunner sets up a runner of p on store that holds generation 1's lease.
+func ownedRunner(ctx context.Context, t *testing.T, store eventstore.Store, db *sqldb.DB, p Projection) (*Runner, *lease) {
+	t.Helper()
+	r := &Runner{Store: store, DB: db, Projection: p, Owner: "a", LeaseTTL: 30 * time.Second}
+	if err := r.Setup(ctx); err != nil {
+		t.Fatal(err)
+	}
+	r.gen = 1
+	l := &lease{db: db, name: checkpointName(r.Projection, 1), owner: "a", ttl: r.LeaseTTL, now: time.Now}
+	if ok, err := l.acquire(ctx); !ok || err != nil {
+		t.Fatalf("acquire: %v %v", ok, err)
+	}
+	return r, l
+}
+
 // gatedHead is a store whose VisibleHead, the read a batch's status update makes, waits until
 // the test releases it.
 type gatedHead struct {
@@ -107,15 +114,7 @@ func TestWaitersWakeBeforeTheHeadRead(t *testing.T) {
 		defer cancel()
 		tb := newBundle(t, db)
 		store := gatedHead{Store: tb.store, entered: make(chan struct{}), release: make(chan struct{})}
-		r := &Runner{Store: store, DB: db, Projection: &probe{}, Owner: "a", LeaseTTL: 30 * time.Second}
-		if err := r.Setup(ctx); err != nil {
-			t.Fatal(err)
-		}
-		r.gen = 1
-		l := &lease{db: db, name: checkpointName(r.Projection, 1), owner: "a", ttl: r.LeaseTTL, now: time.Now}
-		if ok, err := l.acquire(ctx); !ok || err != nil {
-			t.Fatalf("acquire: %v %v", ok, err)
-		}
+		r, l := ownedRunner(ctx, t, store, db, &probe{})
 		r.setOwner(true)
 		at := tb.append(t, "s-1", "a").Position
 		evs, err := tb.store.ReadAll(ctx, eventstore.Start, 0)
