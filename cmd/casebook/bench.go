@@ -565,8 +565,10 @@ type visibility struct {
 	AchievedPerSec   float64 `json:"achieved_per_second"`
 	Intakes          result  `json:"intake"`
 	// Visible is measured on every other intake: the query model has applied the intake's own
-	// event and a plain GET returned it.
+	// event and a plain GET returned it. Applied is the same intakes' delay until the wait for the
+	// query model ended, before that GET.
 	Visible result `json:"ack_to_visible"`
+	Applied result `json:"ack_to_applied"`
 	// ConsistentRead is measured on the others: a GET with consistent=true, which also waits for
 	// every event committed before it arrived (a client's read-your-writes).
 	ConsistentRead result `json:"ack_to_consistent_read"`
@@ -583,7 +585,9 @@ type visibility struct {
 //   - ack_to_visible: the bench finds the intake's event on the write side (two indexed reads,
 //     counted in the delay), waits in process until the query model has applied it
 //     (Runner.WaitFor), then GET /v1/inquiries/{id} must return the inquiry. The figure is an
-//     upper bound of the true delay by those reads and one loopback request.
+//     upper bound of the true delay by those reads and one loopback request. ack_to_applied is
+//     the same intakes' delay until that wait ended, before the GET (when the bench's reads take
+//     longer than the query model, it is theirs).
 //   - ack_to_consistent_read: GET /v1/inquiries/{id}?consistent=true, which answers once the query
 //     model has applied the log's head as of the request's arrival, so it also waits for the
 //     events appended between the acknowledgement and that arrival.
@@ -596,6 +600,7 @@ func measureVisibility(ctx context.Context, a *app.App, client *http.Client, bas
 	interval := rate.Per / time.Duration(rate.Events)
 	ack := make([]time.Duration, 0, count)
 	vis := make([]time.Duration, 0, count/2+1)
+	applyLat := make([]time.Duration, 0, count/2+1)
 	cons := make([]time.Duration, 0, count/2+1)
 	var mu sync.Mutex
 	var errs, skipped atomic.Int64
@@ -606,22 +611,24 @@ func measureVisibility(ctx context.Context, a *app.App, client *http.Client, bas
 		errs.Add(1)
 		first.CompareAndSwap(nil, err.Error())
 	}
-	// visible waits for id's first event in the query model, then reads the inquiry once.
-	visible := func(id domain.InquiryID) error {
+	// visible waits for id's first event in the query model, then reads the inquiry once; it
+	// returns when the wait ended.
+	visible := func(id domain.InquiryID) (time.Time, error) {
 		evs, err := a.Store.ReadStream(ctx, eventstore.InquiryStream(tenant, id), 0, 1)
 		if err != nil {
-			return err
+			return time.Time{}, err
 		}
 		if len(evs) == 0 {
-			return fmt.Errorf("inquiry %s acknowledged but its stream is empty", id)
+			return time.Time{}, fmt.Errorf("inquiry %s acknowledged but its stream is empty", id)
 		}
 		wctx, cancel := context.WithTimeout(ctx, time.Minute)
 		defer cancel()
 		if err := a.QueryModel().WaitFor(wctx, evs[0].Position); err != nil {
-			return fmt.Errorf("query model did not apply inquiry %s: %w", id, err)
+			return time.Time{}, fmt.Errorf("query model did not apply inquiry %s: %w", id, err)
 		}
+		applied := time.Now()
 		_, err = call(client, http.MethodGet, base+"/v1/inquiries/"+string(id), token, nil, "", http.StatusOK)
-		return err
+		return applied, err
 	}
 	// consistent reads the inquiry with consistent=true until it is served.
 	consistent := func(id domain.InquiryID, acked time.Time) error {
@@ -655,9 +662,10 @@ func measureVisibility(ctx context.Context, a *app.App, client *http.Client, bas
 			// The public answer holds only the receipt; the bench finds the id on the write
 			// side (one indexed read, counted in the delay).
 			id, _, err := a.Commands.FindIntake(ctx, tenant, domain.SourcePublicForm, key)
+			var applied time.Time
 			if err == nil {
 				if i%2 == 0 {
-					err = visible(id)
+					applied, err = visible(id)
 				} else {
 					err = consistent(id, acked)
 				}
@@ -670,7 +678,7 @@ func measureVisibility(ctx context.Context, a *app.App, client *http.Client, bas
 			mu.Lock()
 			ack = append(ack, acked.Sub(t0))
 			if i%2 == 0 {
-				vis = append(vis, seen.Sub(acked))
+				vis, applyLat = append(vis, seen.Sub(acked)), append(applyLat, applied.Sub(acked))
 			} else {
 				cons = append(cons, seen.Sub(acked))
 			}
@@ -685,6 +693,7 @@ func measureVisibility(ctx context.Context, a *app.App, client *http.Client, bas
 		AchievedPerSec:   float64(len(ack)) / total.Seconds(),
 		Intakes:          summarize(ack, total, errs.Load(), firstErr),
 		Visible:          summarize(vis, total, errs.Load(), firstErr),
+		Applied:          summarize(applyLat, total, errs.Load(), firstErr),
 		ConsistentRead:   summarize(cons, total, errs.Load(), firstErr),
 		Skipped:          skipped.Load(),
 	}

@@ -31,6 +31,7 @@ type benchOut struct {
 	Visibility *struct {
 		Intakes        result `json:"intake"`
 		Visible        result `json:"ack_to_visible"`
+		Applied        result `json:"ack_to_applied"`
 		ConsistentRead result `json:"ack_to_consistent_read"`
 		Skipped        int64  `json:"skipped"`
 		Warmup         *struct {
@@ -82,6 +83,12 @@ func checkBench(t *testing.T, out benchOut, intakes int, wantGroupCalls bool) {
 		v.Visible.Requests != (intakes+1)/2 || v.Visible.Errors != 0 || v.Visible.P99Millis <= 0 ||
 		v.ConsistentRead.Requests != intakes/2 || v.ConsistentRead.P99Millis <= 0 {
 		t.Errorf("visibility: %+v, want %d measured intakes, half of them each way", v, intakes)
+	}
+	// The wait for the query model ends before the GET that follows it, intake by intake, so
+	// every percentile of the one is at most the other's.
+	if v := out.Visibility; v != nil && (v.Applied.Requests != v.Visible.Requests || v.Applied.P50Millis > v.Visible.P50Millis ||
+		v.Applied.P99Millis > v.Visible.P99Millis || v.Applied.MaxMillis > v.Visible.MaxMillis) {
+		t.Errorf("ack → applied %+v against ack → visible %+v: want as many, none later", v.Applied, v.Visible)
 	}
 	if out.Commands.Requests == 0 || out.Commands.Errors != 0 {
 		t.Errorf("commands: %+v", out.Commands)
