@@ -130,19 +130,26 @@ func (c projectionCollector) Collect(ch chan<- prometheus.Metric) {
 // CatchUp runs every subscriber until it has applied the log as of the call, then stops them: for
 // one-shot tools and tests (a server runs them continuously).
 func (a *App) CatchUp(ctx context.Context) error {
-	head, err := a.Store.Head(ctx)
-	if err != nil {
-		return err
-	}
 	runCtx, stop := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	defer func() { stop(); wg.Wait() }()
 	for _, r := range a.Runners {
 		wg.Go(func() { _ = r.Run(runCtx) })
 	}
+	return a.WaitCaughtUp(ctx)
+}
+
+// WaitCaughtUp waits until every subscriber, running (Serve, CatchUp), has applied the log as it
+// stands at the call, or ctx ends. Runners retry their failures themselves, so the error of one
+// that did not catch up says where it stands: its position against the head, state, ownership,
+// parked streams and last error.
+func (a *App) WaitCaughtUp(ctx context.Context) error {
+	head, err := a.Store.Head(ctx)
+	if err != nil {
+		return err
+	}
 	for _, r := range a.Runners {
 		if err := r.WaitFor(ctx, head); err != nil {
-			// The runner retries failures itself; what it last saw says why it is behind.
 			st := r.Status()
 			return fmt.Errorf("projection %s did not catch up (at %v of %v, state %s, owner %t, %d parked, last error %q): %w",
 				r.Projection.Name(), st.Position, head, st.State, st.Owner, st.Parked, st.LastError, err)

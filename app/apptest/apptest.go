@@ -281,14 +281,8 @@ func WaitReady(t testing.TB, a *app.App) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
-	head, err := a.Store.Head(ctx)
-	if err != nil {
+	if err := a.WaitCaughtUp(ctx); err != nil {
 		t.Fatal(err)
-	}
-	for _, r := range a.Runners {
-		if err := r.WaitFor(ctx, head); err != nil {
-			t.Fatalf("projection %s did not reach the head: %v", r.Projection.Name(), err)
-		}
 	}
 	probe := time.NewTicker(10 * time.Millisecond)
 	defer probe.Stop()

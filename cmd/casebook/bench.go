@@ -193,7 +193,9 @@ func bench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 
 	var rs []round
 	var cpu *cpuReport
-	waitAllCaughtUp(ctx, a)
+	if err := waitAllCaughtUp(ctx, a); err != nil {
+		return err
+	}
 	laneBefore := snapLane(a)
 	for r := range *rounds {
 		if r > 0 {
@@ -225,7 +227,9 @@ func bench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		// The subscribers apply the round before anything else runs, so that their backlog does not
 		// compete with the baseline (or the held round) for the CPU and the disk.
 		caughtUp := time.Now()
-		waitAllCaughtUp(ctx, a)
+		if err := waitAllCaughtUp(ctx, a); err != nil {
+			return err
+		}
 		catchUp := time.Since(caughtUp)
 		var held *result
 		var heldBatches uint64
@@ -235,7 +239,9 @@ func bench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			io := measure(*n, *conc, func(i int) error { return post(base, fmt.Sprintf("bench-held-%d-%d", r, i), i) })
 			during := snapLane(a)
 			hold.set(false)
-			waitAllCaughtUp(ctx, a)
+			if err := waitAllCaughtUp(ctx, a); err != nil {
+				return err
+			}
 			held = &io
 			for name, b := range during.batches {
 				heldBatches += b - before.batches[name]
@@ -253,7 +259,9 @@ func bench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		lowest = min(lowest, r.Ratio)
 	}
 
-	waitAllCaughtUp(ctx, a)
+	if err := waitAllCaughtUp(ctx, a); err != nil {
+		return err
+	}
 	lane := snapLane(a).since(laneBefore, *n**rounds)
 
 	var vis *visibility
@@ -494,15 +502,15 @@ END $$`)
 	return nil
 }
 
-// waitAllCaughtUp waits (bounded) until every subscriber has applied the log's head.
-func waitAllCaughtUp(ctx context.Context, a *app.App) {
-	if head, err := a.Store.Head(ctx); err == nil {
-		wctx, cancel := context.WithTimeout(ctx, time.Minute)
-		defer cancel()
-		for _, r := range a.Runners {
-			_ = r.WaitFor(wctx, head)
-		}
+// waitAllCaughtUp waits until every subscriber has applied the log's head, for a minute at most: a
+// phase measured beside a backlog would not be the phase the figures name, so the bench stops.
+func waitAllCaughtUp(ctx context.Context, a *app.App) error {
+	wctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	if err := a.WaitCaughtUp(wctx); err != nil {
+		return fmt.Errorf("bench: %w", err)
 	}
+	return nil
 }
 
 // laneSnap is the writer lane's counters and each subscriber's transactions at one moment.
