@@ -294,7 +294,7 @@ func (r *Runtime) InsertManyTx(ctx context.Context, tx *sql.Tx, jobs []Queued) e
 		return nil
 	}
 	if _, err := r.Client().InsertManyTx(ctx, tx, params); err != nil {
-		return fmt.Errorf("insert %d %s jobs: %w", len(jobs), jobs[0].Args.Kind(), err)
+		return fmt.Errorf("insert %d effect jobs: %w", len(params), err)
 	}
 	return nil
 }
