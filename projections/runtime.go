@@ -786,16 +786,22 @@ func (r *Runner) applyTx(ctx context.Context, l *lease, gen Generation, name str
 }
 
 // update records that the checkpoint is at position at after n more events, with fresh lag and
-// parked counts (parked, when not negative, is the count a batch just committed). WaitFor callers
-// wake as soon as the position is recorded, and applied (when not nil) closes then too, so the
-// subscription reads its next batch meanwhile: the head read that dates the lag is a round trip
-// on Postgres that neither needs. So the status moves in two steps, its position first and its
-// head, lag and parked counts after the read.
+// parked counts (parked, when not negative, is the count a batch just committed; otherwise it is
+// read). WaitFor callers wake as soon as the position is recorded, and applied (when not nil)
+// closes then too, so the subscription reads its next batch meanwhile: the head read that dates
+// the lag is a round trip on Postgres that neither needs. So the status moves in two steps, its
+// position and parked count first and its head and lag after the read.
 func (r *Runner) update(ctx context.Context, at eventstore.Position, n uint64, parked int, applied chan struct{}) error {
 	gen := r.currentGen()
 	now := r.Now()
+	if parked < 0 {
+		var err error
+		if parked, err = countParked(ctx, r.DB, checkpointName(r.Projection, gen)); err != nil {
+			return err
+		}
+	}
 	r.mu.Lock()
-	r.status.Position, r.status.Generation = at, gen
+	r.status.Position, r.status.Generation, r.status.Parked = at, gen, parked
 	r.status.Processed += n
 	if n > 0 {
 		r.status.Batches++
@@ -835,18 +841,13 @@ func (r *Runner) update(ctx context.Context, at eventstore.Position, n uint64, p
 	case lagEvents >= int64(n):
 		lagEvents -= int64(n)
 	}
-	if parked < 0 {
-		if parked, err = countParked(ctx, r.DB, checkpointName(r.Projection, gen)); err != nil {
-			return err
-		}
-	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if stale {
 		r.statsAt = now
 	}
 	r.status.Head, r.status.CaughtUp = head, caughtUp
-	r.status.LagEvents, r.status.LagSeconds, r.status.Parked = lagEvents, lagSeconds, parked
+	r.status.LagEvents, r.status.LagSeconds = lagEvents, lagSeconds
 	if caughtUp {
 		r.status.EverCaughtUp = true
 		r.status.LastError = ""

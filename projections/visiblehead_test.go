@@ -116,7 +116,7 @@ func TestWaitersWakeBeforeTheHeadRead(t *testing.T) {
 		store := gatedHead{Store: tb.store, entered: make(chan struct{}), release: make(chan struct{})}
 		r, l := ownedRunner(ctx, t, store, db, &probe{})
 		r.setOwner(true)
-		at := tb.append(t, "s-1", "a").Position
+		at := tb.append(t, "s-1", "poison-a").Position // parks s-1
 		evs, err := tb.store.ReadAll(ctx, eventstore.Start, 0)
 		if err != nil || len(evs) != 1 {
 			t.Fatalf("read %d events, %v", len(evs), err)
@@ -137,8 +137,8 @@ func TestWaitersWakeBeforeTheHeadRead(t *testing.T) {
 		case <-ctx.Done():
 			t.Fatal("the batch was not marked applied while the head read was pending")
 		}
-		if st := r.Status(); st.Position != at || st.CaughtUp {
-			t.Fatalf("status before the head read %+v: want at %v, not yet known to be caught up", st, at)
+		if st := r.Status(); st.Position != at || st.Parked != 1 || st.CaughtUp {
+			t.Fatalf("status before the head read %+v: want at %v with s-1 parked, not yet known to be caught up", st, at)
 		}
 		close(store.release)
 		if err := <-applied; err != nil {
