@@ -359,10 +359,10 @@ type batchStart struct {
 
 // beginBatch locks the checkpoint name against Retry, fences the lease (renewing it to renewUntil
 // when that is not zero), reads the active generation of projection (unless "") and the parked
-// streams: one statement on Postgres (projection_batch_begin); on SQLite, whose write transactions
+// streams: one statement on Postgres (projection_batch_begin, sent with the BEGIN); on SQLite, whose write transactions
 // are already serialized, one query plus the renewal when due. async turns off synchronous commit
 // for the transaction on Postgres.
-func beginBatch(ctx context.Context, db *sqldb.DB, tx sqldb.Querier, name, owner, projection string, renewUntil int64, async bool) (batchStart, error) {
+func beginBatch(ctx context.Context, db *sqldb.DB, tx *sqldb.Tx, name, owner, projection string, renewUntil int64, async bool) (batchStart, error) {
 	var st batchStart
 	var gen sql.NullInt64
 	var parked sql.NullString
@@ -371,8 +371,8 @@ func beginBatch(ctx context.Context, db *sqldb.DB, tx sqldb.Querier, name, owner
 		if renewUntil != 0 {
 			renew = sql.NullInt64{Int64: renewUntil, Valid: true}
 		}
-		err := tx.QueryRowContext(ctx, `SELECT o_owned, o_gen, o_parked FROM projection_batch_begin($1, $2, $3, $4, $5)`,
-			name, owner, projection, renew, async).Scan(&st.owned, &gen, &parked)
+		err := tx.QueryRowScan(ctx, `SELECT o_owned, o_gen, o_parked FROM projection_batch_begin($1, $2, $3, $4, $5)`,
+			[]any{name, owner, projection, renew, async}, &st.owned, &gen, &parked)
 		if err != nil {
 			return st, err
 		}

@@ -227,16 +227,21 @@ func SubscriberBatch(t testing.TB, a *app.App, name string) [][]string {
 	trips := SubscriberRoundTrips(t, a, name)
 	var last [][]string
 	for i, trip := range trips {
-		if !strings.Contains(trip[0], "projection_batch_begin") && !strings.Contains(trip[0], "json_group_array(stream) FROM projection_parked") {
+		first := trip[0]
+		if strings.EqualFold(first, "begin") && len(trip) > 1 { // Postgres sends it with the batch's first statement
+			first = trip[1]
+		}
+		if !strings.Contains(first, "projection_batch_begin") && !strings.Contains(first, "json_group_array(stream) FROM projection_parked") {
 			continue
 		}
 		start, end := i, len(trips)
-		if i > 0 && strings.EqualFold(trips[i-1][0], "begin") {
-			start = i - 1
+		begun := first != trip[0]
+		if i > 0 && strings.EqualFold(trips[i-1][0], "begin") && len(trips[i-1]) == 1 {
+			start, begun = i-1, true
 		}
 		for j := i + 1; j < len(trips); j++ {
 			q := trips[j][len(trips[j])-1]
-			if strings.EqualFold(q, "commit") || strings.HasPrefix(q, "INSERT INTO projection_checkpoints") && start == i {
+			if strings.EqualFold(q, "commit") || strings.HasPrefix(q, "INSERT INTO projection_checkpoints") && !begun {
 				end = j + 1
 				break
 			}

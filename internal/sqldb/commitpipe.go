@@ -97,7 +97,8 @@ func (t *Tx) commit(ctx context.Context) error {
 }
 
 // openPipelined is stdlib.OpenDBFromPool whose connections send the statements a transaction
-// queued with ExecAtCommit together with its COMMIT.
+// queued with ExecAtCommit together with its COMMIT, and its BEGIN together with its first
+// statement where they can (see pipeConn).
 func openPipelined(pool *pgxpool.Pool) *sql.DB {
 	db := sql.OpenDB(pipeConnector{stdlib.GetPoolConnector(pool)})
 	db.SetMaxIdleConns(0) // idle connections belong to the pool (see stdlib.OpenDBFromPool)
@@ -119,36 +120,178 @@ func (c pipeConnector) Connect(ctx context.Context) (driver.Conn, error) {
 	return &pipeConn{Conn: sc}, nil
 }
 
-// pipeConn is a pgx connection whose transactions' commits carry the statements handed to it.
+// pipeConn is a pgx connection whose transactions' commits carry the statements handed to it,
+// and whose transactions send their BEGIN late. BeginTx sends nothing: the BEGIN goes out
+// alone just before the transaction's first statement (every statement, prepare and copy
+// sends it first), or in one round trip with it when that statement is Tx.QueryRowScan, or
+// with the COMMIT when every statement was queued with ExecAtCommit. A transaction that sent
+// nothing commits and rolls back without a round trip.
 type pipeConn struct {
 	*stdlib.Conn
 	atCommit []atCommit // handed over by Tx.commit just before database/sql commits
+	begin    string     // the BEGIN of the open transaction, until it is sent
 }
 
 func (c *pipeConn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
 	// Statements handed to a transaction that never reached its driver commit (database/sql ends a
 	// transaction whose context ended without calling it) belong to no later one.
 	c.atCommit = nil
-	tx, err := c.Conn.BeginTx(ctx, opts)
+	if c.Conn.Conn().IsClosed() {
+		return nil, driver.ErrBadConn
+	}
+	begin, err := beginSQL(opts)
 	if err != nil {
 		return nil, err
 	}
-	return &pipeTx{Tx: tx, c: c, ctx: ctx}, nil
+	c.begin = begin
+	return &pipeTx{c: c, ctx: ctx}, nil
 }
 
-// pgxConnOf is the pgx connection under a Postgres driver connection.
-func pgxConnOf(dc any) (*pgx.Conn, bool) {
+// beginSQL is the BEGIN statement for opts, as stdlib.Conn.BeginTx would send it.
+func beginSQL(opts driver.TxOptions) (string, error) {
+	q := "begin"
+	switch sql.IsolationLevel(opts.Isolation) {
+	case sql.LevelDefault:
+	case sql.LevelReadUncommitted:
+		q += " isolation level read uncommitted"
+	case sql.LevelReadCommitted:
+		q += " isolation level read committed"
+	case sql.LevelRepeatableRead, sql.LevelSnapshot:
+		q += " isolation level repeatable read"
+	case sql.LevelSerializable:
+		q += " isolation level serializable"
+	default:
+		return "", fmt.Errorf("sqldb: unsupported isolation level %v", opts.Isolation)
+	}
+	if opts.ReadOnly {
+		q += " read only"
+	}
+	return q, nil
+}
+
+// sendBegin sends the open transaction's BEGIN if it has not been sent.
+func (c *pipeConn) sendBegin(ctx context.Context) error {
+	if c.begin == "" {
+		return nil
+	}
+	q := c.begin
+	c.begin = ""
+	_, err := c.Conn.Conn().Exec(ctx, q)
+	return err
+}
+
+func (c *pipeConn) ExecContext(ctx context.Context, q string, args []driver.NamedValue) (driver.Result, error) {
+	if err := c.sendBegin(ctx); err != nil {
+		return nil, err
+	}
+	return c.Conn.ExecContext(ctx, q, args)
+}
+
+func (c *pipeConn) QueryContext(ctx context.Context, q string, args []driver.NamedValue) (driver.Rows, error) {
+	if err := c.sendBegin(ctx); err != nil {
+		return nil, err
+	}
+	return c.Conn.QueryContext(ctx, q, args)
+}
+
+func (c *pipeConn) PrepareContext(ctx context.Context, q string) (driver.Stmt, error) {
+	if err := c.sendBegin(ctx); err != nil {
+		return nil, err
+	}
+	st, err := c.Conn.PrepareContext(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	return pipeStmt{Stmt: st, c: c}, nil
+}
+
+func (c *pipeConn) Prepare(q string) (driver.Stmt, error) {
+	return c.PrepareContext(context.Background(), q)
+}
+
+func (c *pipeConn) ResetSession(ctx context.Context) error {
+	c.atCommit, c.begin = nil, ""
+	return c.Conn.ResetSession(ctx)
+}
+
+// pipeStmt is a statement prepared on a pipeConn: run in a later transaction, it sends that
+// transaction's BEGIN first.
+type pipeStmt struct {
+	driver.Stmt
+	c *pipeConn
+}
+
+func (s pipeStmt) ExecContext(ctx context.Context, args []driver.NamedValue) (driver.Result, error) {
+	if err := s.c.sendBegin(ctx); err != nil {
+		return nil, err
+	}
+	return s.Stmt.(driver.StmtExecContext).ExecContext(ctx, args)
+}
+
+func (s pipeStmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driver.Rows, error) {
+	if err := s.c.sendBegin(ctx); err != nil {
+		return nil, err
+	}
+	return s.Stmt.(driver.StmtQueryContext).QueryContext(ctx, args)
+}
+
+// pgxConnOf is the pgx connection under a Postgres driver connection, with its open
+// transaction's BEGIN sent.
+func pgxConnOf(ctx context.Context, dc any) (*pgx.Conn, error) {
 	switch c := dc.(type) {
 	case *pipeConn:
-		return c.Conn.Conn(), true
+		if err := c.sendBegin(ctx); err != nil {
+			return nil, err
+		}
+		return c.Conn.Conn(), nil
 	case *stdlib.Conn:
-		return c.Conn(), true
+		return c.Conn(), nil
 	}
-	return nil, false
+	return nil, fmt.Errorf("sqldb: unexpected driver connection %T", dc)
+}
+
+// QueryRowScan runs q, which returns at most one row, and scans that row into dest, as
+// QueryRowContext(ctx, q, args...).Scan(dest...) does. Sent as the transaction's first statement
+// on Postgres, it goes in one round trip with the transaction's BEGIN.
+func (t *Tx) QueryRowScan(ctx context.Context, q string, args []any, dest ...any) error {
+	if t.db.Dialect == Postgres {
+		sent := false
+		err := t.conn.Raw(func(dc any) error {
+			c, ok := dc.(*pipeConn)
+			if !ok || c.begin == "" {
+				return nil
+			}
+			sent = true
+			return c.beginWith(ctx, q, args, dest)
+		})
+		if sent || err != nil {
+			return err
+		}
+	}
+	return t.QueryRowContext(ctx, q, args...).Scan(dest...)
+}
+
+// beginWith sends the open transaction's BEGIN and q in one pipeline and scans q's row into dest.
+func (c *pipeConn) beginWith(ctx context.Context, q string, args, dest []any) error {
+	var b pgx.Batch
+	b.Queue(c.begin)
+	b.Queue(q, args...)
+	if l := statementLogOf(ctx); l != nil { // the tracer sees no statement of a batch
+		l.add(c.begin, q)
+	}
+	c.begin = ""
+	br := c.Conn.Conn().SendBatch(ctx, &b)
+	_, err := br.Exec()
+	if err == nil {
+		err = br.QueryRow().Scan(dest...)
+	}
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 type pipeTx struct {
-	driver.Tx
 	c   *pipeConn
 	ctx context.Context // the transaction's, as stdlib's own transactions use
 }
@@ -162,32 +305,39 @@ var ErrAtCommit = errors.New("sqldb: a statement sent with COMMIT failed")
 var errCommitRolledBack = errors.New("sqldb: commit rolled back")
 
 func (t *pipeTx) Commit() error {
-	queued := t.c.atCommit
-	t.c.atCommit = nil
+	queued, begin := t.c.atCommit, t.c.begin
+	t.c.atCommit, t.c.begin = nil, ""
 	if len(queued) == 0 {
-		return t.Tx.Commit()
+		if begin != "" {
+			return nil // the transaction sent nothing: there is nothing to commit
+		}
+		return t.end("commit")
 	}
 	var b pgx.Batch
+	var sent []string
+	if begin != "" {
+		b.Queue(begin)
+		sent = append(sent, begin)
+	}
 	for _, s := range queued {
 		b.Queue(s.query, s.args...)
+		sent = append(sent, s.query)
 	}
 	b.Queue("COMMIT")
 	if l := statementLogOf(t.ctx); l != nil { // the tracer sees no statement of a batch
-		sent := make([]string, 0, len(queued)+1)
-		for _, s := range queued {
-			sent = append(sent, s.query)
-		}
 		l.add(append(sent, "commit")...) // one round trip; "commit" as a commit on its own shows
 	}
 	conn := t.c.Conn.Conn()
 	br := conn.SendBatch(t.ctx, &b)
 	var err error
-	for range queued {
+	if begin != "" {
+		_, err = br.Exec()
+	}
+	for i := 0; i < len(queued) && err == nil; i++ {
 		if _, err = br.Exec(); err != nil {
 			if pgErr := (*pgconn.PgError)(nil); errors.As(err, &pgErr) {
 				err = fmt.Errorf("%w: %w", ErrAtCommit, err)
 			}
-			break
 		}
 	}
 	if err == nil {
@@ -202,7 +352,33 @@ func (t *pipeTx) Commit() error {
 	if err != nil && conn.PgConn().TxStatus() != 'I' {
 		// A statement failed and the server skipped the rest, COMMIT included: end the
 		// transaction (a connection still in one would be discarded by the pool anyway).
-		_ = t.Rollback()
+		_ = t.end("rollback")
 	}
 	return err
+}
+
+func (t *pipeTx) Rollback() error {
+	t.c.atCommit = nil
+	if t.c.begin != "" {
+		t.c.begin = "" // the transaction sent nothing: there is nothing to roll back
+		return nil
+	}
+	return t.end("rollback")
+}
+
+// end sends q, COMMIT or ROLLBACK, as pgx's own transactions do: a connection whose transaction
+// it could not end is closed, so that the pool discards it.
+func (t *pipeTx) end(q string) error {
+	conn := t.c.Conn.Conn()
+	tag, err := conn.Exec(t.ctx, q)
+	if err != nil {
+		if q != "commit" || conn.PgConn().TxStatus() != 'I' {
+			_ = conn.Close(t.ctx)
+		}
+		return err
+	}
+	if q == "commit" && tag.String() == "ROLLBACK" {
+		return errCommitRolledBack
+	}
+	return nil
 }

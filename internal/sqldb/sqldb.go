@@ -391,9 +391,9 @@ func (t *Tx) CopyFrom(ctx context.Context, table string, columns []string, rows 
 	}
 	stmt := "COPY " + pgx.Identifier{table}.Sanitize() + " (" + strings.Join(cols, ", ") + ") FROM STDIN WITH (FORMAT binary)"
 	return t.conn.Raw(func(dc any) error {
-		c, ok := pgxConnOf(dc)
-		if !ok {
-			return fmt.Errorf("sqldb: copy: unexpected driver connection %T", dc)
+		c, err := pgxConnOf(ctx, dc)
+		if err != nil {
+			return fmt.Errorf("sqldb: copy: %w", err)
 		}
 		tag, err := c.PgConn().CopyFrom(ctx, rows.reader(), stmt)
 		if err != nil {
