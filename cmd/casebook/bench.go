@@ -247,6 +247,9 @@ func bench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 				heldBatches += b - before.batches[name]
 			}
 		}
+		if f, ok := ctx.Value(beforeBaselineKey{}).(func(*app.App)); ok {
+			f(a)
+		}
 		bl := measure(*n, *conc, func(i int) error { return post(baseURL, fmt.Sprintf("bench-%d-%d", r, i), i) })
 		rd := round{Casebook: cb, CatchUpMillis: float64(catchUp.Microseconds()) / 1000, Baseline: bl, Ratio: cb.PerSecond / bl.PerSecond}
 		if held != nil {
@@ -501,6 +504,9 @@ END $$`)
 	}
 	return nil
 }
+
+// beforeBaselineKey carries a test's func(*app.App), called as each round's baseline starts.
+type beforeBaselineKey struct{}
 
 // waitAllCaughtUp waits until every subscriber has applied the log's head, for a minute at most: a
 // phase measured beside a backlog would not be the phase the figures name, so the bench stops.

@@ -2,11 +2,13 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"os"
 	"strings"
 	"testing"
 
+	"github.com/casebook/casebook/app"
 	"github.com/casebook/casebook/internal/pgtest"
 	"github.com/casebook/casebook/internal/sqldb"
 )
@@ -49,8 +51,13 @@ type benchOut struct {
 
 func runBench(t *testing.T, args ...string) (benchOut, error) {
 	t.Helper()
+	return runBenchCtx(t, t.Context(), args...)
+}
+
+func runBenchCtx(t *testing.T, ctx context.Context, args ...string) (benchOut, error) {
+	t.Helper()
 	var stdout, stderr bytes.Buffer
-	err := bench(t.Context(), args, &stdout, &stderr)
+	err := bench(ctx, args, &stdout, &stderr)
 	var out benchOut
 	if err == nil {
 		if jerr := json.Unmarshal(stdout.Bytes(), &out); jerr != nil {
@@ -104,12 +111,30 @@ func checkBench(t *testing.T, out benchOut, intakes int, wantGroupCalls bool) {
 
 // The bench tests run one at a time: the CPU profiler each bench starts is process-wide.
 
-// TestBenchEmbedded runs every phase of casebook bench on a small load.
+// TestBenchEmbedded runs every phase of casebook bench on a small load. Each round's baseline
+// starts only once every subscriber has applied the log: their backlog would compete with it.
 func TestBenchEmbedded(t *testing.T) {
-	out, err := runBench(t, "--intakes", "60", "--concurrency", "4", "--rounds", "1", "--rate", "200/s", "--visibility-intakes", "60",
+	baselines := 0
+	ctx := context.WithValue(t.Context(), beforeBaselineKey{}, func(a *app.App) {
+		baselines++
+		head, err := a.Store.Head(t.Context())
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		for _, r := range a.Runners {
+			if st := r.Status(); st.Position.Less(head) {
+				t.Errorf("the baseline started with %s at %v of %v", st.Name, st.Position, head)
+			}
+		}
+	})
+	out, err := runBenchCtx(t, ctx, "--intakes", "60", "--concurrency", "4", "--rounds", "1", "--rate", "200/s", "--visibility-intakes", "60",
 		"--visibility-warmup", "100ms")
 	if err != nil {
 		t.Fatal(err)
+	}
+	if baselines != 1 {
+		t.Errorf("%d baselines checked, want 1", baselines)
 	}
 	if out.Storage != "embedded" {
 		t.Fatalf("storage %q", out.Storage)
