@@ -359,9 +359,9 @@ type batchStart struct {
 
 // beginBatch locks the checkpoint name against Retry, fences the lease (renewing it to renewUntil
 // when that is not zero), reads the active generation of projection (unless "") and the parked
-// streams: one statement on Postgres (projection_batch_begin, sent with the BEGIN); on SQLite, whose write transactions
-// are already serialized, one query plus the renewal when due. async turns off synchronous commit
-// for the transaction on Postgres.
+// streams: one statement on Postgres (projection_batch_begin, sent with the BEGIN); on SQLite,
+// whose write transactions are already serialized, one query plus the renewal when due. async
+// turns off synchronous commit for the transaction on Postgres.
 func beginBatch(ctx context.Context, db *sqldb.DB, tx *sqldb.Tx, name, owner, projection string, renewUntil int64, async bool) (batchStart, error) {
 	var st batchStart
 	var gen sql.NullInt64

@@ -46,8 +46,8 @@ func TestIntentBatchStatementsDoNotGrowWithInquiries(t *testing.T) {
 
 // TestThreadMappingWritesGoWithTheCommit: the thread events a batch folds into the mapping (here
 // the postings of 3, then 9 threads) are written with the batch's commit, so on Postgres the
-// batch takes two round trips and its transaction id in the last, whatever their number, and the mapping
-// names every posted root.
+// batch takes two round trips and its transaction id in the last, whatever their number, and
+// the mapping names every posted root.
 func TestThreadMappingWritesGoWithTheCommit(t *testing.T) {
 	t.Parallel()
 	eachBackend(t, func(t *testing.T, b *bundle) {
