@@ -178,7 +178,8 @@ func TestRollbackToDropsQueuedStatements(t *testing.T) {
 // TestBeginGoesWithTheFirstRow: a transaction's first statement run with QueryRowScan goes in one
 // round trip with its BEGIN on Postgres, and runs inside the transaction: it sees the
 // transaction's id, and a rollback undoes what the transaction wrote after it. A first statement
-// that fails fails the transaction, which is rolled back, and every connection serves the next one.
+// that fails fails the transaction, which is rolled back, and every connection serves the next one;
+// one without a row reports sql.ErrNoRows.
 func TestBeginGoesWithTheFirstRow(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, db *sqldb.DB) {
 		ctx, log := sqldb.WithStatementLog(t.Context())
@@ -202,6 +203,14 @@ func TestBeginGoesWithTheFirstRow(t *testing.T) {
 		}
 		if got := dbtest.Strings(t, db, `SELECT CAST(count(*) AS TEXT) FROM begun`); !slices.Equal(got, []string{"0"}) {
 			t.Fatalf("rows after the rollback: %v, want 0", got)
+		}
+		// No row is sql.ErrNoRows, as from QueryRowContext.
+		err = sqldb.InConnTx(t.Context(), db, func(tx *sqldb.Tx) error {
+			var n int
+			return tx.QueryRowScan(t.Context(), `SELECT n FROM begun`, nil, &n)
+		})
+		if !errors.Is(err, sql.ErrNoRows) {
+			t.Fatalf("a first statement without a row: %v, want sql.ErrNoRows", err)
 		}
 		if db.Dialect != sqldb.Postgres {
 			return
