@@ -109,6 +109,28 @@ type Keys struct {
 
 	mu    sync.Mutex
 	cache map[ident]cached
+
+	// derived holds each (master, tenant)'s keys once derived: every new inquiry wraps its data
+	// key under its tenant's key, and every requester address is blind-indexed, so deriving them
+	// per call (HKDF, then the AES key schedule) was a cost per intake. They are no more secret
+	// than the masters, which the process holds anyway.
+	derivedMu sync.Mutex
+	derived   map[derivation]*tenantKeys
+}
+
+// maxDerived bounds derived; at the bound it starts over, as cache does.
+const maxDerived = 10000
+
+type derivation struct {
+	kekID  string
+	tenant domain.TenantID
+}
+
+// tenantKeys are one tenant's keys under one master: kek wraps its inquiries' data keys; blind is
+// the HMAC key of its blind index.
+type tenantKeys struct {
+	kek   *seal.AEAD
+	blind []byte
 }
 
 type ident struct {
@@ -133,7 +155,7 @@ func NewKeys(ctx context.Context, db *sqldb.DB, now func() time.Time, masters ..
 	if len(masters) == 0 {
 		return nil, errors.New("sealed: no master key")
 	}
-	k := &Keys{db: db, masters: map[string][]byte{}, now: now, cache: map[ident]cached{}}
+	k := &Keys{db: db, masters: map[string][]byte{}, now: now, cache: map[ident]cached{}, derived: map[derivation]*tenantKeys{}}
 	for i, m := range masters {
 		if len(m) < 32 {
 			return nil, errors.New("sealed: a master key needs at least 32 bytes")
@@ -157,11 +179,42 @@ func NewKeys(ctx context.Context, db *sqldb.DB, now func() time.Time, masters ..
 }
 
 func (k *Keys) kek(kekID string, tenant domain.TenantID) (*seal.AEAD, error) {
+	tk, err := k.tenantKeys(kekID, tenant)
+	if err != nil {
+		return nil, err
+	}
+	return tk.kek, nil
+}
+
+// tenantKeys returns tenant's keys under the master kekID, derived on first use.
+func (k *Keys) tenantKeys(kekID string, tenant domain.TenantID) (*tenantKeys, error) {
+	d := derivation{kekID, tenant}
+	k.derivedMu.Lock()
+	tk := k.derived[d]
+	k.derivedMu.Unlock()
+	if tk != nil {
+		return tk, nil
+	}
 	m, ok := k.masters[kekID]
 	if !ok {
 		return nil, fmt.Errorf("sealed: data key wrapped by unknown master key %s", kekID)
 	}
-	return seal.New(m, "casebook tenant key v1\x00"+string(tenant))
+	kek, err := seal.New(m, "casebook tenant key v1\x00"+string(tenant))
+	if err != nil {
+		return nil, err
+	}
+	blind, err := seal.Key(m, "casebook blind index v1\x00"+string(tenant))
+	if err != nil {
+		return nil, err
+	}
+	tk = &tenantKeys{kek: kek, blind: blind}
+	k.derivedMu.Lock()
+	defer k.derivedMu.Unlock()
+	if len(k.derived) >= maxDerived {
+		clear(k.derived)
+	}
+	k.derived[d] = tk
+	return tk, nil
 }
 
 func aadOf(tenant domain.TenantID, id domain.InquiryID) []byte {
@@ -392,7 +445,7 @@ func (k *Keys) Rewrap(ctx context.Context) (int, error) {
 // tenant: hex HMAC-SHA256 under a key derived from the current master key for the tenant, so
 // it is stored nowhere, and the same value in another tenant indexes differently.
 func (k *Keys) BlindIndex(tenant domain.TenantID, value string) string {
-	return blindIndex(k.masters[k.current], tenant, value)
+	return k.blindIndex(k.current, tenant, value)
 }
 
 // BlindIndexes returns value's blind index under every configured master key, the current one
@@ -400,17 +453,17 @@ func (k *Keys) BlindIndex(tenant domain.TenantID, value string) string {
 func (k *Keys) BlindIndexes(tenant domain.TenantID, value string) []string {
 	out := make([]string, 0, len(k.order))
 	for _, id := range k.order {
-		out = append(out, blindIndex(k.masters[id], tenant, value))
+		out = append(out, k.blindIndex(id, tenant, value))
 	}
 	return out
 }
 
-func blindIndex(master []byte, tenant domain.TenantID, value string) string {
-	key, err := seal.Key(master, "casebook blind index v1\x00"+string(tenant))
+func (k *Keys) blindIndex(kekID string, tenant domain.TenantID, value string) string {
+	tk, err := k.tenantKeys(kekID, tenant)
 	if err != nil {
-		panic(err) // HKDF-SHA256 of a 32-byte key cannot fail
+		panic(err) // kekID is a configured master, and HKDF-SHA256 of a 32-byte key cannot fail
 	}
-	m := hmac.New(sha256.New, key)
+	m := hmac.New(sha256.New, tk.blind)
 	m.Write([]byte(value))
 	return hex.EncodeToString(m.Sum(nil))
 }
