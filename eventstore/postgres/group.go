@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/bits"
 	"slices"
 	"strings"
 	"sync"
@@ -36,6 +37,14 @@ import (
 // pgx closes the connection, and the outcome of each append still unanswered is unknown, as for
 // a lost connection.
 
+// Appends that create their streams (NoStream) and carry the same companions, next to each other in
+// a batch's order, go as one statement: their events in one array per column, each companion's
+// rows in one VALUES list, in the batch's order. Postgres then plans and starts one statement for
+// them all instead of one per append; they already shared a transaction, so the outcome is the
+// same: the statement inserts every row or fails, and a refusal sends each append again alone.
+// (With pgbench on the append's four tables, ten appends as ten pipelined statements cost Postgres
+// 111–115 µs of CPU each, as one statement 85–92 µs.)
+
 // MaxGroup bounds how many appends share one transaction.
 const MaxGroup = 256
 
@@ -67,6 +76,7 @@ type insertCall struct {
 	order string
 	query string
 	args  []any
+	merge *newStream // set when the append may share its statement with others
 	res   eventstore.AppendResult
 	n     int
 	err   error
@@ -86,9 +96,9 @@ func (s *Store) GroupStats() sqldb.GroupStats {
 // and returns once that transaction has ended. When ctx ends while the append is still queued, it
 // returns ctx.Err() and the statement is never sent; once taken, its outcome is awaited (the
 // statement runs without ctx's cancellation: ending one caller must not abort the others' batch).
-func (s *Store) insertGrouped(ctx context.Context, order, query string, args []any) (eventstore.AppendResult, int, error) {
+func (s *Store) insertGrouped(ctx context.Context, order, query string, args []any, merge *newStream) (eventstore.AppendResult, int, error) {
 	g := &s.group
-	me := &insertCall{ctx: context.WithoutCancel(ctx), order: order, query: query, args: args, done: make(chan struct{})}
+	me := &insertCall{ctx: context.WithoutCancel(ctx), order: order, query: query, args: args, merge: merge, done: make(chan struct{})}
 	g.mu.Lock()
 	g.queue = append(g.queue, me)
 	if g.writers < g.max {
@@ -169,19 +179,30 @@ func (s *Store) sendGroup(batch []*insertCall) {
 		return
 	}
 	slices.SortStableFunc(batch, func(a, b *insertCall) int { return strings.Compare(a.order, b.order) })
+	units := statements(batch)
 	b := &pgx.Batch{}
-	for _, c := range batch {
-		b.Queue(c.query, c.args...)
-		sqldb.RecordStatement(c.ctx, c.query) // the pool's tracer sees no pipeline
+	for _, u := range units {
+		query, args := u[0].query, u[0].args
+		if len(u) > 1 {
+			query, args = mergedStatement(u)
+		}
+		b.Queue(query, args...)
+		for _, c := range u {
+			sqldb.RecordStatement(c.ctx, query) // the pool's tracer sees no pipeline
+		}
 	}
 	ctx, cancel := context.WithDeadline(batch[0].ctx, deadline)
 	defer cancel()
 	br := s.pool.SendBatch(ctx, b)
 	var failed error
-	for _, c := range batch {
+	for _, u := range units {
 		rows, err := br.Query()
 		if err == nil {
-			c.res, c.n, err = scanInserted(rows)
+			if len(u) == 1 {
+				u[0].res, u[0].n, err = scanInserted(rows)
+			} else {
+				err = scanMerged(rows, u)
+			}
 		}
 		if err != nil && failed == nil {
 			failed = err
@@ -218,4 +239,127 @@ func refused(err error) bool {
 		severity = pgErr.Severity
 	}
 	return severity == "ERROR"
+}
+
+// newStream is an append that creates its stream (NoStream): its statement text, its events'
+// columns, and its companions with their values, in order.
+type newStream struct {
+	query      string
+	stream     string
+	at         time.Time
+	ids, types []string
+	data, meta [][]byte
+	companions []*eventstore.Companion
+	values     []any
+}
+
+// statements splits a batch, in its order, into the appends each statement carries: a run of
+// appends creating their streams with one statement text (the same companions) shares statements,
+// every other append has its own. A run goes in parts of 2^k appends, the largest first: a merged
+// statement's text depends on how many appends it carries, and each connection keeps every text
+// it ran prepared (pgx's statement cache), so one shape has at most 8 texts (2 to MaxGroup).
+func statements(batch []*insertCall) [][]*insertCall {
+	var out [][]*insertCall
+	for i := 0; i < len(batch); {
+		j := i + 1
+		if m := batch[i].merge; m != nil {
+			for j < len(batch) && batch[j].merge != nil && batch[j].merge.query == m.query {
+				j++
+			}
+		}
+		for i < j {
+			n := 1 << (bits.Len(uint(j-i)) - 1)
+			out = append(out, batch[i:i+n])
+			i += n
+		}
+	}
+	return out
+}
+
+// mergedStatement is one statement that inserts the events and companion rows of every append of
+// run (each creating its stream, with the same companions), in run's order, and returns each
+// event's stream, position and revision.
+func mergedStatement(run []*insertCall) (string, []any) {
+	var streams, ids, types []string
+	var revisions []int64
+	var data, meta [][]byte
+	var at []time.Time
+	for _, c := range run {
+		m := c.merge
+		for i := range m.ids {
+			streams = append(streams, m.stream)
+			revisions = append(revisions, int64(i))
+			at = append(at, m.at)
+		}
+		ids = append(ids, m.ids...)
+		types = append(types, m.types...)
+		data = append(data, m.data...)
+		meta = append(meta, m.meta...)
+	}
+	args := []any{streams, revisions, ids, types, data, meta, at}
+	var b strings.Builder
+	b.WriteString(`WITH ins AS (INSERT INTO events (stream, revision, id, type, data, metadata, recorded_at)
+	SELECT e.stream, e.revision, e.id, e.type, e.data, e.metadata, e.at
+	FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::bytea[], $6::bytea[], $7::timestamptz[])
+		WITH ORDINALITY AS e(stream, revision, id, type, data, metadata, at, ord)
+	ORDER BY e.ord
+	RETURNING stream, xid, seq, revision)`)
+	off := 0 // where this companion's values start among each append's
+	for k, comp := range run[0].merge.companions {
+		fmt.Fprintf(&b, `, companion%d AS (INSERT INTO %s (%s) VALUES `, k, comp.Table, strings.Join(comp.Columns, ", "))
+		for i, c := range run {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			b.WriteByte('(')
+			for j := range comp.Columns {
+				if j > 0 {
+					b.WriteString(", ")
+				}
+				args = append(args, c.merge.values[off+j])
+				fmt.Fprintf(&b, "$%d", len(args))
+			}
+			b.WriteByte(')')
+		}
+		b.WriteByte(')')
+		off += len(comp.Columns)
+	}
+	b.WriteString(`
+	SELECT stream, xid, seq, revision FROM ins`)
+	return b.String(), args
+}
+
+// scanMerged reads a merged statement's rows into each append of run: where its last event
+// landed and how many it inserted.
+func scanMerged(rows pgx.Rows, run []*insertCall) error {
+	defer rows.Close()
+	byStream := make(map[string]*insertCall, len(run))
+	for _, c := range run {
+		byStream[c.merge.stream] = c
+	}
+	for rows.Next() {
+		var stream string
+		var xid uint64
+		var seq, rev int64
+		if err := rows.Scan(&stream, &xid, &seq, &rev); err != nil {
+			return err
+		}
+		c := byStream[stream]
+		if c == nil {
+			return fmt.Errorf("eventstore/postgres: a grouped statement returned stream %s, which none of its appends named", stream)
+		}
+		if uint64(rev) >= c.res.NextRevision {
+			c.res = eventstore.AppendResult{NextRevision: uint64(rev), Position: eventstore.Position{Commit: xid, Prepare: uint64(seq)}}
+		}
+		c.n++
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	for _, c := range run {
+		if want := len(c.merge.ids); c.n != want {
+			return fmt.Errorf("eventstore/postgres: a grouped statement inserted %d of the %d events of %s", c.n, want, c.merge.stream)
+		}
+	}
+	return nil
 }

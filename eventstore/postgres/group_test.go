@@ -109,16 +109,27 @@ type appendReq struct {
 // gone out.
 func (h *heldWriter) queue(t *testing.T, reqs []appendReq) []error {
 	t.Helper()
-	errs := make([]chan error, len(reqs))
+	_, errs := h.queueResults(t, reqs)
+	return errs
+}
+
+// queueResults is queue, with each append's result too.
+func (h *heldWriter) queueResults(t *testing.T, reqs []appendReq) ([]eventstore.AppendResult, []error) {
+	t.Helper()
+	type outcome struct {
+		res eventstore.AppendResult
+		err error
+	}
+	done := make([]chan outcome, len(reqs))
 	for i, r := range reqs {
-		errs[i] = make(chan error, 1)
+		done[i] = make(chan outcome, 1)
 		ctx := r.ctx
 		if ctx == nil {
 			ctx = context.Background()
 		}
 		go func() {
-			_, err := h.s.Append(ctx, r.stream, r.expected, eventstoretest.Events(fmt.Sprint(r.stream, "-", i), 2))
-			errs[i] <- err
+			res, err := h.s.Append(ctx, r.stream, r.expected, eventstoretest.Events(fmt.Sprint(r.stream, "-", i), 2))
+			done[i] <- outcome{res, err}
 		}()
 		<-h.queued
 	}
@@ -126,11 +137,13 @@ func (h *heldWriter) queue(t *testing.T, reqs []appendReq) []error {
 	if n := <-h.taken; n != len(reqs) {
 		t.Fatalf("batch of %d appends, want all %d queued", n, len(reqs))
 	}
-	out := make([]error, len(reqs))
-	for i := range errs {
-		out[i] = <-errs[i]
+	res := make([]eventstore.AppendResult, len(reqs))
+	errs := make([]error, len(reqs))
+	for i := range done {
+		o := <-done[i]
+		res[i], errs[i] = o.res, o.err
 	}
-	return out
+	return res, errs
 }
 
 // dbStrings returns the one text column of query's rows, in order.
@@ -208,6 +221,92 @@ func TestGroupedAppendsShareOneTransaction(t *testing.T) {
 	}
 	if timed := sum(got.Took.Counts); timed != 2 {
 		t.Errorf("batches timed = %d, want both", timed)
+	}
+}
+
+// TestGroupMergesAppendsOfNewStreams: next to each other in a batch's order, appends that create
+// their streams with the same companions share statements, in parts of 2^k appends; an append of
+// another shape goes on its own. Each append still gets its own result, and the batch is still one
+// transaction in the batch's order.
+func TestGroupMergesAppendsOfNewStreams(t *testing.T) {
+	t.Parallel()
+	h := holdWriter(t, "old")
+	logs := make([]*sqldb.StatementLog, 8)
+	logged := func(i int, claim string) context.Context {
+		ctx, log := sqldb.WithStatementLog(context.Background())
+		logs[i] = log
+		if claim != "" {
+			ctx, _ = h.s.WithClaim(ctx, claim)
+		}
+		return ctx
+	}
+	// Sent in the order m-2, m-3, m-1, m-4 (by claim), then m-5, m-6, m-7 and old (by stream): a
+	// statement for the four claiming appends, one for m-5 and m-6, and one each for m-7 and old.
+	reqs := []appendReq{
+		{stream: "m-1", expected: eventstore.NoStream(), ctx: logged(0, "k3")},
+		{stream: "m-5", expected: eventstore.NoStream(), ctx: logged(1, "")},
+		{stream: "m-2", expected: eventstore.NoStream(), ctx: logged(2, "k1")},
+		{stream: "old", expected: eventstore.Exact(0), ctx: logged(3, "")},
+		{stream: "m-7", expected: eventstore.NoStream(), ctx: logged(4, "")},
+		{stream: "m-3", expected: eventstore.NoStream(), ctx: logged(5, "k2")},
+		{stream: "m-6", expected: eventstore.NoStream(), ctx: logged(6, "")},
+		{stream: "m-4", expected: eventstore.NoStream(), ctx: logged(7, "k4")},
+	}
+	res, errs := h.queueResults(t, reqs)
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("append %s: %v", reqs[i].stream, err)
+		}
+	}
+	sent := make([]string, len(reqs))
+	for i, log := range logs {
+		got := log.Statements()
+		if len(got) != 1 {
+			t.Fatalf("append %s logged %d statements, want 1", reqs[i].stream, len(got))
+		}
+		sent[i] = got[0]
+	}
+	const merged = "unnest($1::text[], $2::bigint[]"
+	for i, text := range sent {
+		alone := i == 3 || i == 4
+		if strings.Contains(text, merged) == alone {
+			t.Errorf("append %s sent a statement of its own: %v, want %v:\n%s", reqs[i].stream, !alone, alone, text)
+		}
+	}
+	if sent[0] != sent[2] || sent[0] != sent[5] || sent[0] != sent[7] || sent[1] != sent[6] || sent[0] == sent[1] {
+		t.Errorf("statements sent:\n%s", strings.Join(sent, "\n---\n"))
+	}
+	if !strings.Contains(sent[0], "VALUES ($8, $9), ($10, $11), ($12, $13), ($14, $15))") {
+		t.Errorf("the claiming appends' statement does not insert their 4 claims in one list:\n%s", sent[0])
+	}
+	const ours = `stream LIKE 'm-%' OR (stream = 'old' AND revision > 0)`
+	order := dbStrings(t, h.s, `SELECT stream FROM events WHERE `+ours+` ORDER BY seq`)
+	want := []string{"m-2", "m-2", "m-3", "m-3", "m-1", "m-1", "m-4", "m-4", "m-5", "m-5", "m-6", "m-6", "m-7", "m-7", "old", "old"}
+	if !slices.Equal(order, want) {
+		t.Errorf("events in the order %v, want the batch's order %v", order, want)
+	}
+	var n int
+	if err := h.s.pool.QueryRow(t.Context(), `SELECT count(DISTINCT xid) FROM events WHERE `+ours).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	if n != 1 {
+		t.Errorf("the batch's events were written by %d transactions, want 1", n)
+	}
+	for i, r := range reqs {
+		evs, err := h.s.ReadStream(t.Context(), r.stream, 0, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		last := evs[len(evs)-1]
+		want := eventstore.AppendResult{NextRevision: last.Revision, Position: last.Position}
+		if diff := cmp.Diff(want, res[i]); diff != "" {
+			t.Errorf("append %s: result (-its last event +returned):\n%s", r.stream, diff)
+		}
+	}
+	for name, want := range map[string]string{"k1": "m-2", "k2": "m-3", "k3": "m-1", "k4": "m-4"} {
+		if got, err := h.s.Claimed(t.Context(), name); err != nil || got != want {
+			t.Errorf("%s claimed by %q (%v), want %s", name, got, err, want)
+		}
 	}
 }
 

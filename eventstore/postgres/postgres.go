@@ -242,7 +242,7 @@ func (s *Store) checkOpen() error {
 }
 
 // Each append is one INSERT statement; appends made at the same time share a transaction (group.go),
-// one sent alone has one of its own. Revisions in a stream are dense,
+// and those creating their streams share statements too; one sent alone has one of its own. Revisions in a stream are dense,
 // so the unique (stream, revision) constraint enforces the condition: NoStream inserts revision 0,
 // Exact(r) inserts r+1 only if r exists, and an append that loses a race fails on the constraint
 // (23505), which Append reports as ErrConcurrency. Any reads the last revision in the same statement.
@@ -280,7 +280,8 @@ func (s *Store) Append(ctx context.Context, stream string, expected eventstore.E
 	for i, e := range events {
 		ids[i], types[i], data[i], meta[i] = e.ID, e.Type, nonNil(e.Data), nonNil(e.Metadata)
 	}
-	args := []any{stream, s.now(), ids, types, data, meta}
+	now := s.now()
+	args := []any{stream, now, ids, types, data, meta}
 	query := appendAny
 	if expected.IsNoStream() {
 		query = appendNoStream
@@ -300,8 +301,13 @@ func (s *Store) Append(ctx context.Context, stream string, expected eventstore.E
 		}
 	}
 	order := lockOrder(stream, cs)
+	var merge *newStream
+	if expected.IsNoStream() {
+		merge = &newStream{query: query, stream: stream, at: now, ids: ids, types: types, data: data, meta: meta,
+			companions: cs, values: args[6:]} // the companions' values follow the six above
+	}
 	for {
-		res, n, err := s.insertGrouped(ctx, order, query, args)
+		res, n, err := s.insertGrouped(ctx, order, query, args, merge)
 		var pgErr *pgconn.PgError
 		if taken := companionTaken(err, cs); taken != nil {
 			return eventstore.AppendResult{}, taken
