@@ -241,11 +241,12 @@ func (s *Store) checkOpen() error {
 	return nil
 }
 
-// Each append is one INSERT statement; appends made at the same time share a transaction (group.go),
-// and those creating their streams share statements too; one sent alone has one of its own. Revisions in a stream are dense,
-// so the unique (stream, revision) constraint enforces the condition: NoStream inserts revision 0,
-// Exact(r) inserts r+1 only if r exists, and an append that loses a race fails on the constraint
-// (23505), which Append reports as ErrConcurrency. Any reads the last revision in the same statement.
+// Each append is one INSERT statement; appends made at the same time share a transaction, and those
+// creating their streams share statements too (group.go); one sent alone has one of its own.
+// Revisions in a stream are dense, so the unique (stream, revision) constraint enforces the
+// condition: NoStream inserts revision 0, Exact(r) inserts r+1 only if r exists, and an append that
+// loses a race fails on the constraint (23505), which Append reports as ErrConcurrency. Any reads
+// the last revision in the same statement.
 const (
 	insertEvents = `INSERT INTO events (stream, revision, id, type, data, metadata, recorded_at)
 	SELECT $1, `
