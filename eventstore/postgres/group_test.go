@@ -102,6 +102,7 @@ type appendReq struct {
 	stream   string
 	expected eventstore.ExpectedRevision
 	ctx      context.Context // context.Background() when nil
+	events   int             // 2 when 0
 }
 
 // queue makes the appends, each queued behind the held writer before the next is made (so they
@@ -127,8 +128,12 @@ func (h *heldWriter) queueResults(t *testing.T, reqs []appendReq) ([]eventstore.
 		if ctx == nil {
 			ctx = context.Background()
 		}
+		n := r.events
+		if n == 0 {
+			n = 2
+		}
 		go func() {
-			res, err := h.s.Append(ctx, r.stream, r.expected, eventstoretest.Events(fmt.Sprint(r.stream, "-", i), 2))
+			res, err := h.s.Append(ctx, r.stream, r.expected, eventstoretest.Events(fmt.Sprint(r.stream, "-", i), n))
 			done[i] <- outcome{res, err}
 		}()
 		<-h.queued
@@ -241,14 +246,15 @@ func TestGroupMergesAppendsOfNewStreams(t *testing.T) {
 		return ctx
 	}
 	// Sent in the order m-2, m-3, m-1, m-4 (by claim), then m-5, m-6, m-7 and old (by stream): a
-	// statement for the four claiming appends, one for m-5 and m-6, and one each for m-7 and old.
+	// statement for the four claiming appends (of 1, 3, 2 and 2 events), one for m-5 and m-6, and
+	// one each for m-7 and old.
 	reqs := []appendReq{
 		{stream: "m-1", expected: eventstore.NoStream(), ctx: logged(0, "k3")},
 		{stream: "m-5", expected: eventstore.NoStream(), ctx: logged(1, "")},
-		{stream: "m-2", expected: eventstore.NoStream(), ctx: logged(2, "k1")},
+		{stream: "m-2", expected: eventstore.NoStream(), ctx: logged(2, "k1"), events: 1},
 		{stream: "old", expected: eventstore.Exact(0), ctx: logged(3, "")},
 		{stream: "m-7", expected: eventstore.NoStream(), ctx: logged(4, "")},
-		{stream: "m-3", expected: eventstore.NoStream(), ctx: logged(5, "k2")},
+		{stream: "m-3", expected: eventstore.NoStream(), ctx: logged(5, "k2"), events: 3},
 		{stream: "m-6", expected: eventstore.NoStream(), ctx: logged(6, "")},
 		{stream: "m-4", expected: eventstore.NoStream(), ctx: logged(7, "k4")},
 	}
@@ -281,7 +287,7 @@ func TestGroupMergesAppendsOfNewStreams(t *testing.T) {
 	}
 	const ours = `stream LIKE 'm-%' OR (stream = 'old' AND revision > 0)`
 	order := dbStrings(t, h.s, `SELECT stream FROM events WHERE `+ours+` ORDER BY seq`)
-	want := []string{"m-2", "m-2", "m-3", "m-3", "m-1", "m-1", "m-4", "m-4", "m-5", "m-5", "m-6", "m-6", "m-7", "m-7", "old", "old"}
+	want := []string{"m-2", "m-3", "m-3", "m-3", "m-1", "m-1", "m-4", "m-4", "m-5", "m-5", "m-6", "m-6", "m-7", "m-7", "old", "old"}
 	if !slices.Equal(order, want) {
 		t.Errorf("events in the order %v, want the batch's order %v", order, want)
 	}
@@ -296,6 +302,11 @@ func TestGroupMergesAppendsOfNewStreams(t *testing.T) {
 		evs, err := h.s.ReadStream(t.Context(), r.stream, 0, 0)
 		if err != nil {
 			t.Fatal(err)
+		}
+		for k, e := range evs {
+			if e.Revision != uint64(k) {
+				t.Errorf("%s: event %d has revision %d", r.stream, k, e.Revision)
+			}
 		}
 		last := evs[len(evs)-1]
 		want := eventstore.AppendResult{NextRevision: last.Revision, Position: last.Position}
