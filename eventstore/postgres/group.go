@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/bits"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -297,6 +298,21 @@ func mergedStatement(run []*insertCall) (string, []any) {
 		meta = append(meta, m.meta...)
 	}
 	args := []any{streams, revisions, ids, types, data, meta, at}
+	first := run[0].merge
+	// Each companion's values, append by append: the order mergedText numbers them in.
+	off := 0 // where this companion's values start among each append's
+	for _, comp := range first.companions {
+		for _, c := range run {
+			args = append(args, c.merge.values[off:off+len(comp.Columns)]...)
+		}
+		off += len(comp.Columns)
+	}
+	return mergedText(len(run), first.companions), args
+}
+
+// mergedText is the text of a merged statement of n appends with companions cs: the events as
+// arrays ($1 to $7), then each companion's rows in one VALUES list, append by append.
+func mergedText(n int, cs []*eventstore.Companion) string {
 	var b strings.Builder
 	b.WriteString(`WITH ins AS (INSERT INTO events (stream, revision, id, type, data, metadata, recorded_at)
 	SELECT e.stream, e.revision, e.id, e.type, e.data, e.metadata, e.at
@@ -304,10 +320,10 @@ func mergedStatement(run []*insertCall) (string, []any) {
 		WITH ORDINALITY AS e(stream, revision, id, type, data, metadata, at, ord)
 	ORDER BY e.ord
 	RETURNING stream, xid, seq, revision)`)
-	off := 0 // where this companion's values start among each append's
-	for k, comp := range run[0].merge.companions {
+	p := 7
+	for k, comp := range cs {
 		fmt.Fprintf(&b, `, companion%d AS (INSERT INTO %s (%s) VALUES `, k, comp.Table, strings.Join(comp.Columns, ", "))
-		for i, c := range run {
+		for i := range n {
 			if i > 0 {
 				b.WriteString(", ")
 			}
@@ -316,17 +332,17 @@ func mergedStatement(run []*insertCall) (string, []any) {
 				if j > 0 {
 					b.WriteString(", ")
 				}
-				args = append(args, c.merge.values[off+j])
-				fmt.Fprintf(&b, "$%d", len(args))
+				p++
+				b.WriteByte('$')
+				b.WriteString(strconv.Itoa(p))
 			}
 			b.WriteByte(')')
 		}
 		b.WriteByte(')')
-		off += len(comp.Columns)
 	}
 	b.WriteString(`
 	SELECT stream, xid, seq, revision FROM ins`)
-	return b.String(), args
+	return b.String()
 }
 
 // scanMerged reads a merged statement's rows into each append of run: where its last event

@@ -236,12 +236,19 @@ func TestGroupedAppendsShareOneTransaction(t *testing.T) {
 func TestGroupMergesAppendsOfNewStreams(t *testing.T) {
 	t.Parallel()
 	h := holdWriter(t, "old")
+	if _, err := h.s.pool.Exec(t.Context(), `CREATE TABLE merged_notes (stream text, note text, n bigint)`); err != nil {
+		t.Fatal(err)
+	}
 	logs := make([]*sqldb.StatementLog, 8)
 	logged := func(i int, claim string) context.Context {
 		ctx, log := sqldb.WithStatementLog(context.Background())
 		logs[i] = log
 		if claim != "" {
+			// A second companion, so that the statement numbers its values across two lists.
 			ctx, _ = h.s.WithClaim(ctx, claim)
+			ctx = eventstore.WithCompanion(ctx, &eventstore.Companion{Handle: h.s.pool, Table: "merged_notes",
+				Columns: []string{"stream", "note", "n"},
+				Values:  func(stream string) []any { return []any{stream, "note of " + claim, int64(i)} }})
 		}
 		return ctx
 	}
@@ -282,8 +289,13 @@ func TestGroupMergesAppendsOfNewStreams(t *testing.T) {
 	if sent[0] != sent[2] || sent[0] != sent[5] || sent[0] != sent[7] || sent[1] != sent[6] || sent[0] == sent[1] {
 		t.Errorf("statements sent:\n%s", strings.Join(sent, "\n---\n"))
 	}
-	if !strings.Contains(sent[0], "VALUES ($8, $9), ($10, $11), ($12, $13), ($14, $15))") {
-		t.Errorf("the claiming appends' statement does not insert their 4 claims in one list:\n%s", sent[0])
+	if !strings.Contains(sent[0], "VALUES ($8, $9), ($10, $11), ($12, $13), ($14, $15))") ||
+		!strings.Contains(sent[0], "VALUES ($16, $17, $18), ($19, $20, $21), ($22, $23, $24), ($25, $26, $27))") {
+		t.Errorf("the claiming appends' statement does not insert their 4 claims and 4 notes in a list each:\n%s", sent[0])
+	}
+	notes := dbStrings(t, h.s, `SELECT stream || ' ' || note || ' ' || n FROM merged_notes ORDER BY stream`)
+	if want := []string{"m-1 note of k3 0", "m-2 note of k1 2", "m-3 note of k2 5", "m-4 note of k4 7"}; !slices.Equal(notes, want) {
+		t.Errorf("notes %q, want %q", notes, want)
 	}
 	const ours = `stream LIKE 'm-%' OR (stream = 'old' AND revision > 0)`
 	order := dbStrings(t, h.s, `SELECT stream FROM events WHERE `+ours+` ORDER BY seq`)
@@ -612,5 +624,32 @@ func TestGroupLostSessionIsNotResent(t *testing.T) {
 	}
 	if st := s.GroupStats(); st.Retried != 0 || st.Commits != 1 || st.Calls != 3 {
 		t.Errorf("GroupStats = %+v, want one batch of 3, not retried", st)
+	}
+}
+
+// BenchmarkMergedStatement: the statement of n intake-shaped appends (three companions, 15 values
+// each), text and arguments.
+func BenchmarkMergedStatement(b *testing.B) {
+	cs := []*eventstore.Companion{
+		{Table: "stream_claims", Columns: []string{"name", "stream"}},
+		{Table: "inquiry_keys", Columns: []string{"tenant_id", "inquiry_id", "wrapped", "kek_id", "created_at"}},
+		{Table: "command_audit", Columns: []string{"request_id", "tenant_id", "actor", "command", "inquiry_id", "outcome", "code", "at"}},
+	}
+	for _, n := range []int{2, 8, 32} {
+		run := make([]*insertCall, n)
+		for i := range run {
+			vals := make([]any, 15)
+			for j := range vals {
+				vals[j] = "v"
+			}
+			run[i] = &insertCall{merge: &newStream{query: "shape", stream: fmt.Sprint("s", i), at: time.Now(),
+				ids: []string{"id"}, types: []string{"t"}, data: [][]byte{{1}}, meta: [][]byte{{2}}, companions: cs, values: vals}}
+		}
+		b.Run(fmt.Sprintf("n=%d", n), func(b *testing.B) {
+			for b.Loop() {
+				mergedStatement(run)
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/append")
+		})
 	}
 }
