@@ -242,10 +242,9 @@ func refused(err error) bool {
 	return severity == "ERROR"
 }
 
-// newStream is an append that creates its stream (NoStream): its statement text, its events'
-// columns, and its companions with their values, in order.
+// newStream is an append that creates its stream (NoStream): its events' columns, and its
+// companions with their values, in order.
 type newStream struct {
-	query      string
 	stream     string
 	at         time.Time
 	ids, types []string
@@ -263,8 +262,8 @@ func statements(batch []*insertCall) [][]*insertCall {
 	var out [][]*insertCall
 	for i := 0; i < len(batch); {
 		j := i + 1
-		if m := batch[i].merge; m != nil {
-			for j < len(batch) && batch[j].merge != nil && batch[j].merge.query == m.query {
+		if batch[i].merge != nil {
+			for j < len(batch) && batch[j].merge != nil && batch[j].query == batch[i].query {
 				j++
 			}
 		}

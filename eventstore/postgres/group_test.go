@@ -642,7 +642,7 @@ func BenchmarkMergedStatement(b *testing.B) {
 			for j := range vals {
 				vals[j] = "v"
 			}
-			run[i] = &insertCall{merge: &newStream{query: "shape", stream: fmt.Sprint("s", i), at: time.Now(),
+			run[i] = &insertCall{query: "shape", merge: &newStream{stream: fmt.Sprint("s", i), at: time.Now(),
 				ids: []string{"id"}, types: []string{"t"}, data: [][]byte{{1}}, meta: [][]byte{{2}}, companions: cs, values: vals}}
 		}
 		b.Run(fmt.Sprintf("n=%d", n), func(b *testing.B) {

@@ -304,7 +304,7 @@ func (s *Store) Append(ctx context.Context, stream string, expected eventstore.E
 	order := lockOrder(stream, cs)
 	var merge *newStream
 	if expected.IsNoStream() {
-		merge = &newStream{query: query, stream: stream, at: now, ids: ids, types: types, data: data, meta: meta,
+		merge = &newStream{stream: stream, at: now, ids: ids, types: types, data: data, meta: meta,
 			companions: cs, values: args[6:]} // the companions' values follow the six above
 	}
 	for {
