@@ -363,9 +363,7 @@ func scanMerged(rows pgx.Rows, run []*insertCall) error {
 		if c == nil {
 			return fmt.Errorf("eventstore/postgres: a grouped statement returned stream %s, which none of its appends named", stream)
 		}
-		if uint64(rev) >= c.res.NextRevision {
-			c.res = eventstore.AppendResult{NextRevision: uint64(rev), Position: eventstore.Position{Commit: xid, Prepare: uint64(seq)}}
-		}
+		keepLast(&c.res, xid, seq, rev)
 		c.n++
 	}
 	if err := rows.Err(); err != nil {

@@ -497,12 +497,18 @@ func scanInserted(rows pgx.Rows) (eventstore.AppendResult, int, error) {
 		if err := rows.Scan(&xid, &seq, &rev); err != nil {
 			return eventstore.AppendResult{}, 0, err
 		}
-		if uint64(rev) >= res.NextRevision { // one xid, and seq follows revision
-			res = eventstore.AppendResult{NextRevision: uint64(rev), Position: eventstore.Position{Commit: xid, Prepare: uint64(seq)}}
-		}
+		keepLast(&res, xid, seq, rev)
 		n++
 	}
 	return res, n, rows.Err()
+}
+
+// keepLast makes res the inserted event's position if it is the append's latest so far: one
+// transaction writes all of an append's events, and their seq follows their revision.
+func keepLast(res *eventstore.AppendResult, xid uint64, seq, rev int64) {
+	if uint64(rev) >= res.NextRevision {
+		*res = eventstore.AppendResult{NextRevision: uint64(rev), Position: eventstore.Position{Commit: xid, Prepare: uint64(seq)}}
+	}
 }
 
 // conflict builds the ErrConcurrency error of a refused append, with the stream's last revision as
