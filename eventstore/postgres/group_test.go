@@ -217,7 +217,7 @@ func TestGroupedAppendsShareOneTransaction(t *testing.T) {
 		}
 	}
 	if got := log.Statements(); len(got) != 1 || !strings.Contains(got[0], "INSERT INTO events") {
-		t.Errorf("statement log of one grouped append = %q, want its own statement alone", got)
+		t.Errorf("statement log of one grouped append = %q, want the one statement that carried it", got)
 	}
 	want := sqldb.GroupStats{Commits: 2, Calls: 6, Largest: 5}
 	got := h.s.GroupStats()
