@@ -233,15 +233,21 @@ func (s *Store) waitCh() (<-chan struct{}, error) {
 
 const selectEvents = `SELECT seq, id, stream, revision, type, data, metadata, recorded_at FROM events `
 
-func scan(rows *sql.Rows) ([]eventstore.RecordedEvent, error) {
+// scan reads rows' events; expect sizes the result up front.
+func scan(rows *sql.Rows, expect int) ([]eventstore.RecordedEvent, error) {
 	defer rows.Close()
-	var out []eventstore.RecordedEvent
+	out := make([]eventstore.RecordedEvent, 0, expect)
 	for rows.Next() {
 		var e eventstore.RecordedEvent
 		var seq, at int64
-		if err := rows.Scan(&seq, &e.ID, &e.StreamID, &e.Revision, &e.Type, &e.Data, &e.Metadata, &at); err != nil {
+		// The driver hands each row's blobs over in slices of their own (modernc.org/sqlite copies
+		// every value out of SQLite), so they are kept as read instead of copied again by Scan.
+		// TestConformance/ReadStream compares every event of a read of several.
+		var data, meta sql.RawBytes
+		if err := rows.Scan(&seq, &e.ID, &e.StreamID, &e.Revision, &e.Type, &data, &meta, &at); err != nil {
 			return nil, err
 		}
+		e.Data, e.Metadata = data, meta
 		e.Position, e.RecordedAt = pos(seq), time.Unix(0, at).UTC()
 		out = append(out, e)
 	}
@@ -262,16 +268,21 @@ func (s *Store) ReadStream(ctx context.Context, stream string, from uint64, limi
 	if err != nil {
 		return nil, fmt.Errorf("eventstore/sqlite: read %s: %w", stream, err)
 	}
-	return scan(rows)
+	return scan(rows, 0)
 }
 
 // ReadAll implements eventstore.Store.
 func (s *Store) ReadAll(ctx context.Context, from eventstore.Position, limit int) ([]eventstore.RecordedEvent, error) {
+	return s.readAll(ctx, from, limit, 0)
+}
+
+// readAll is ReadAll with its result sized for expect events.
+func (s *Store) readAll(ctx context.Context, from eventstore.Position, limit, expect int) ([]eventstore.RecordedEvent, error) {
 	rows, err := s.db.QueryContext(ctx, selectEvents+`WHERE seq > ? ORDER BY seq LIMIT ?`, from.Commit, limitOf(limit))
 	if err != nil {
 		return nil, fmt.Errorf("eventstore/sqlite: read all: %w", err)
 	}
-	return scan(rows)
+	return scan(rows, expect)
 }
 
 // Head implements eventstore.Store.
@@ -305,13 +316,14 @@ const SubscribeBatch = 5000
 func (s *Store) Subscribe(ctx context.Context, from eventstore.Position, fn func(context.Context, []eventstore.RecordedEvent) error) error {
 	ticker := time.NewTicker(PollInterval)
 	defer ticker.Stop()
+	expect := 0 // catching up, reads fill their batches; following, they return few events
 	for {
 		wake, err := s.waitCh()
 		if err != nil {
 			return err
 		}
 		evs, _, err := s.tail.Fetch(from, SubscribeBatch, wake, func() ([]eventstore.RecordedEvent, uint64, error) {
-			evs, err := s.ReadAll(ctx, from, SubscribeBatch)
+			evs, err := s.readAll(ctx, from, SubscribeBatch, expect)
 			return evs, 0, err
 		})
 		if err != nil {
@@ -319,6 +331,10 @@ func (s *Store) Subscribe(ctx context.Context, from eventstore.Position, fn func
 				return ctx.Err()
 			}
 			return err
+		}
+		expect = 0
+		if len(evs) == SubscribeBatch {
+			expect = SubscribeBatch
 		}
 		if len(evs) > 0 {
 			if err := fn(ctx, evs); err != nil {
