@@ -233,7 +233,8 @@ func (*Projection) Prepare(recs []eventstore.RecordedEvent) (any, error) {
 		})
 	}
 	wg.Wait()
-	p := &prepared{evs: make([]decoded, 0, len(out)), keys: map[key]bool{}, born: map[key]bool{}}
+	// The batch's inquiry events, compacted in place (an event moves only to a lower index).
+	p := &prepared{evs: out[:0], keys: map[key]bool{}, born: map[key]bool{}}
 	for i, d := range out {
 		if errs[i] != nil {
 			return nil, errs[i]
