@@ -90,6 +90,7 @@ func replay(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
+	defer projections.TuneGCForReplay()() // this process only rebuilds
 	bar := newProgress(stderr)
 	res, err := projections.Rebuild(ctx, a.Store, a.DB, p, projections.RebuildOptions{
 		KeepOld: *keepOld, DryRun: *dryRun, Logger: log, Progress: bar.update, LeaseTTL: sf.leaseTTL,

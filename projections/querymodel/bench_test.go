@@ -65,8 +65,8 @@ func syntheticLog(n int, fn func(stream string, rev uint64, id, typ string, data
 }
 
 // BenchmarkRebuild reports query-model rebuild speed (events/s) over a synthetic log, on the
-// embedded store and on Postgres. Loading the log is not timed. CASEBOOK_BENCH_CPUPROFILE=F writes
-// a CPU profile of the rebuild alone to F.
+// embedded store and on Postgres, with casebook replay's collector target. Loading the log is not
+// timed. CASEBOOK_BENCH_CPUPROFILE=F writes a CPU profile of the rebuild alone to F.
 func BenchmarkRebuild(b *testing.B) {
 	n := benchEvents()
 	b.Run("sqlite", func(b *testing.B) {
@@ -165,6 +165,7 @@ func rebuild(b *testing.B, store eventstore.Store, db *sqldb.DB, n int) {
 		}
 		defer func() { pprof.StopCPUProfile(); _ = out.Close() }()
 	}
+	defer projections.TuneGCForReplay()() // as in casebook replay
 	w0, c0 := procIO(), cpuNow()
 	var caughtUp time.Duration // the replay alone, before the indexes are built and the switch
 	b.ResetTimer()
