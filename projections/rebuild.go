@@ -61,10 +61,10 @@ type RebuildResult struct {
 // more). The target is process-wide, so a rebuild inside casebook serve keeps the server's.
 const ReplayGCPercent = 400
 
-// TuneGCForReplay applies ReplayGCPercent unless the GOGC environment variable is set, and returns
-// a function that restores the previous target.
+// TuneGCForReplay applies ReplayGCPercent unless the GOGC environment variable is set (not empty,
+// as for serve's target), and returns a function that restores the previous target.
 func TuneGCForReplay() (restore func()) {
-	if _, set := os.LookupEnv("GOGC"); set {
+	if os.Getenv("GOGC") != "" {
 		return func() {}
 	}
 	old := debug.SetGCPercent(ReplayGCPercent)

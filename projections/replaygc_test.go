@@ -1,7 +1,6 @@
 package projections_test
 
 import (
-	"os"
 	"runtime/debug"
 	"testing"
 
@@ -19,9 +18,6 @@ func TestTuneGCForReplay(t *testing.T) {
 	before := gcPercent()
 	t.Run("GOGC unset", func(t *testing.T) {
 		t.Setenv("GOGC", "")
-		if err := os.Unsetenv("GOGC"); err != nil {
-			t.Fatal(err)
-		}
 		restore := projections.TuneGCForReplay()
 		if got := gcPercent(); got != projections.ReplayGCPercent {
 			restore()
