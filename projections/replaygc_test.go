@@ -16,7 +16,7 @@ func gcPercent() int {
 
 func TestTuneGCForReplay(t *testing.T) {
 	before := gcPercent()
-	t.Run("GOGC unset", func(t *testing.T) {
+	t.Run("GOGC empty", func(t *testing.T) {
 		t.Setenv("GOGC", "")
 		restore := projections.TuneGCForReplay()
 		if got := gcPercent(); got != projections.ReplayGCPercent {
