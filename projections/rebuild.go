@@ -248,9 +248,13 @@ func switchTo(ctx context.Context, db *sqldb.DB, p Projection, gen Generation, n
 // before it serves. Without them the first plans its readers make, and keep in their
 // connections' caches until autovacuum analyzes the tables (up to a minute later), take the new
 // tables for nearly empty and can read a key through an index that leads with the tenant alone
-// (a scan of the tenant's rows per read).
+// (a scan of the tenant's rows per read). A Finalizer has gathered them already, beside its index
+// builds.
 func analyzeGeneration(ctx context.Context, db *sqldb.DB, p Projection, gen Generation) error {
 	if db.Dialect != sqldb.Postgres {
+		return nil
+	}
+	if _, ok := p.(Finalizer); ok {
 		return nil
 	}
 	for _, t := range p.Tables() {

@@ -80,7 +80,8 @@ func (b *Batch) CopyFrom(ctx context.Context, table string, columns []string, ro
 // Finalizer is implemented by projections whose generations get some structures (secondary
 // indexes) only once filled: bulk index builds are much faster than row-by-row maintenance. The
 // runtime calls Finalize before a generation serves: at creation of generation 1, and before a
-// rebuild switches. It must be idempotent.
+// rebuild switches. It must be idempotent. On Postgres it also gathers the planner's statistics
+// of every table of the generation (ANALYZE), which Rebuild does itself for other projections.
 type Finalizer interface {
 	Finalize(ctx context.Context, db *sqldb.DB, gen Generation) error
 }

@@ -124,35 +124,35 @@ func (*Projection) Setup(ctx context.Context, db *sqldb.DB, gen projections.Gene
 	return sqldb.Migrate(ctx, db, projections.GenerationName(Name, gen), []sqldb.Migration{{Version: 1, SQL: ddl}})
 }
 
-// Finalize implements projections.Finalizer. On Postgres the indexes of the two tables are built
-// at once, on two connections (the timeline's takes most of a rebuild's finishing time). Each build
-// is idempotent and holds a lock named after its table, so finalizers of one generation on several
-// replicas wait for each other instead of colliding.
-func (*Projection) Finalize(ctx context.Context, db *sqldb.DB, gen projections.Generation) error {
+// Finalize implements projections.Finalizer. On Postgres each table is finalized on a connection
+// of its own, the two at once: its statistics first (ANALYZE; the inquiries' then run beside the
+// timeline's index build, which takes most of a rebuild's finishing time), then its indexes. Each
+// build is idempotent and holds a lock named after its table, so finalizers of one generation on
+// several replicas wait for each other instead of colliding.
+func (q *Projection) Finalize(ctx context.Context, db *sqldb.DB, gen projections.Generation) error {
 	ddl := strings.ReplaceAll(indexes, "{g}", gen.Table(""))
 	if db.Dialect != sqldb.Postgres {
 		return sqldb.Migrate(ctx, db, projections.GenerationName(Name, gen)+"/indexes", []sqldb.Migration{{Version: 1, SQL: ddl}})
 	}
-	var tables []string
 	byTable := map[string][]string{}
 	for stmt := range strings.SplitSeq(ddl, ";") {
-		_, after, ok := strings.Cut(stmt, " ON ")
-		if !ok {
-			continue
+		if _, after, ok := strings.Cut(stmt, " ON "); ok {
+			table, _, _ := strings.Cut(after, " ")
+			byTable[table] = append(byTable[table], stmt)
 		}
-		table, _, _ := strings.Cut(after, " ")
-		if byTable[table] == nil {
-			tables = append(tables, table)
-		}
-		byTable[table] = append(byTable[table], stmt)
 	}
+	tables := q.Tables()
 	errs := make([]error, len(tables))
 	var wg sync.WaitGroup
-	for i, table := range tables {
+	for i, base := range tables {
+		table := gen.Table(base)
 		wg.Go(func() {
 			errs[i] = sqldb.InTx(ctx, db, func(tx *sql.Tx) error {
 				if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(hashtextextended($1, 7345110021))`, table); err != nil {
 					return err
+				}
+				if _, err := tx.ExecContext(ctx, `ANALYZE `+table); err != nil {
+					return fmt.Errorf("analyze %s: %w", table, err)
 				}
 				for _, stmt := range byTable[table] {
 					if _, err := tx.ExecContext(ctx, stmt); err != nil {
