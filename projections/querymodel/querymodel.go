@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -142,6 +143,11 @@ func (q *Projection) Finalize(ctx context.Context, db *sqldb.DB, gen projections
 		}
 	}
 	tables := q.Tables()
+	for table := range byTable {
+		if !slices.ContainsFunc(tables, func(base string) bool { return gen.Table(base) == table }) {
+			return fmt.Errorf("querymodel: an index on %s, which is not one of the projection's tables", table)
+		}
+	}
 	errs := make([]error, len(tables))
 	var wg sync.WaitGroup
 	for i, base := range tables {
