@@ -313,7 +313,7 @@ func mergedStatement(run []*insertCall) (string, []any) {
 // arrays ($1 to $7), then each companion's rows in one VALUES list, append by append.
 func mergedText(n int, cs []*eventstore.Companion) string {
 	var b strings.Builder
-	b.WriteString(`WITH ins AS (INSERT INTO events (stream, revision, id, type, data, metadata, recorded_at)
+	b.WriteString(`WITH ins AS (` + insertInto + `
 	SELECT e.stream, e.revision, e.id, e.type, e.data, e.metadata, e.at
 	FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::bytea[], $6::bytea[], $7::timestamptz[])
 		WITH ORDINALITY AS e(stream, revision, id, type, data, metadata, at, ord)
@@ -321,7 +321,8 @@ func mergedText(n int, cs []*eventstore.Companion) string {
 	RETURNING stream, xid, seq, revision)`)
 	p := 7
 	for k, comp := range cs {
-		fmt.Fprintf(&b, `, companion%d AS (INSERT INTO %s (%s) VALUES `, k, comp.Table, strings.Join(comp.Columns, ", "))
+		writeCompanionInsert(&b, k, comp)
+		b.WriteString(` VALUES `)
 		for i := range n {
 			if i > 0 {
 				b.WriteString(", ")

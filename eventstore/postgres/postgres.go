@@ -248,7 +248,9 @@ func (s *Store) checkOpen() error {
 // loses a race fails on the constraint (23505), which Append reports as ErrConcurrency. Any reads
 // the last revision in the same statement.
 const (
-	insertEvents = `INSERT INTO events (stream, revision, id, type, data, metadata, recorded_at)
+	// insertInto is the head of every statement that appends events, one stream's or several's.
+	insertInto   = `INSERT INTO events (stream, revision, id, type, data, metadata, recorded_at)`
+	insertEvents = insertInto + `
 	SELECT $1, `
 	fromBatch = `, e.id, e.type, e.data, e.metadata, $2
 	FROM unnest($3::text[], $4::text[], $5::bytea[], $6::bytea[]) WITH ORDINALITY AS e(id, type, data, metadata, ord)`
@@ -442,12 +444,19 @@ func companionsText(query string, first int, cs []*eventstore.Companion) string 
 			ph[j] = fmt.Sprintf("$%d", n)
 			n++
 		}
-		fmt.Fprintf(&b, `, companion%d AS (INSERT INTO %s (%s)
-	SELECT %s WHERE EXISTS (SELECT FROM ins))`, i, c.Table, strings.Join(c.Columns, ", "), strings.Join(ph, ", "))
+		writeCompanionInsert(&b, i, c)
+		fmt.Fprintf(&b, `
+	SELECT %s WHERE EXISTS (SELECT FROM ins))`, strings.Join(ph, ", "))
 	}
 	b.WriteString(`
 	SELECT xid, seq, revision FROM ins`)
 	return b.String()
+}
+
+// writeCompanionInsert writes the head of companion i's part of an append statement, up to its
+// rows: ", companion<i> AS (INSERT INTO <table> (<columns>)".
+func writeCompanionInsert(b *strings.Builder, i int, c *eventstore.Companion) {
+	fmt.Fprintf(b, `, companion%d AS (INSERT INTO %s (%s)`, i, c.Table, strings.Join(c.Columns, ", "))
 }
 
 // lockOrder is what a batch orders an append's statement by (sendGroup): its first companion's
