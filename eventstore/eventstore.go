@@ -153,7 +153,9 @@ type AppendResult struct {
 // slice. ReadAll returns events strictly after from in global order, at most limit; it never returns
 // an event while an earlier-positioned event may still commit. Subscribe calls fn with batches of
 // events after from, in global order, until ctx ends (returning ctx.Err()) or fn fails (returning
-// its error); it wakes promptly after appends by any process sharing the store.
+// its error); it wakes promptly after appends by any process sharing the store. The slice fn gets
+// is its own, but the events' Data and Metadata may be shared with the store's other subscriptions
+// (Tail): fn must not change them.
 type Store interface {
 	Append(ctx context.Context, stream string, expected ExpectedRevision, events []EventData) (AppendResult, error)
 	ReadStream(ctx context.Context, stream string, from uint64, limit int) ([]RecordedEvent, error)

@@ -1,6 +1,9 @@
 package eventstore
 
 import (
+	"flag"
+	"fmt"
+	"hash/maphash"
 	"slices"
 	"sort"
 	"sync"
@@ -13,6 +16,11 @@ import (
 // for its range is added. It holds events as the backend stores them (sealed members stay
 // ciphertext); nothing here is opened.
 //
+// The subscriptions share the events' Data and Metadata with the Tail and with each other: each
+// gets a slice of events of its own, but the bytes are one copy, which nobody may change (see
+// Store.Subscribe). In test binaries the Tail checks that: it keeps a digest of each event it
+// holds and panics when it would hand out an event whose bytes changed since it was read.
+//
 // A Tail serves Subscribe only. A backend whose stored events may change (Rewriter) resets it on
 // every rewrite.
 type Tail struct {
@@ -23,7 +31,8 @@ type Tail struct {
 	flying []*flight // backend reads in progress
 	resets int       // Reset calls: a read begun before one is not kept
 	stats  TailStats
-	joined func() // tests: called when a caller waits for a read in flight
+	joined func()              // tests: called when a caller waits for a read in flight
+	sums   map[Position]uint64 // test binaries: each held event's digest (see Tail)
 }
 
 // TailEvents is how many events a store keeps for its subscriptions (a Tail's max): at 1,000
@@ -53,12 +62,23 @@ type flight struct {
 	reset int // the Tail's resets when the read began
 	done  chan struct{}
 	kept  bool            // the read succeeded and evs holds its events
-	evs   []RecordedEvent // copies, never handed out
+	evs   []RecordedEvent // the read's events, shared with its caller
 	held  uint64
 }
 
 // NewTail returns a Tail that keeps the last max events read (it holds up to 2*max between trims).
-func NewTail(max int) *Tail { return &Tail{max: max} }
+func NewTail(max int) *Tail {
+	t := &Tail{max: max}
+	if inTestBinary() {
+		t.sums = map[Position]uint64{}
+	}
+	return t
+}
+
+// inTestBinary reports whether this is a test binary, whose testing package registers test.v
+// before any test runs (the production binary links no testing code: cmd/casebook's
+// TestBinaryLinksNoTestCode).
+func inTestBinary() bool { return flag.Lookup("test.v") != nil }
 
 // Fetch returns the events after from, at most limit (> 0), for a subscription whose wake-up
 // signal (the channel the next append closes) is epoch. They come from the kept run when it holds
@@ -113,16 +133,12 @@ func (t *Tail) Fetch(from Position, limit int, epoch any, read func() ([]Recorde
 	t.flying = append(t.flying, f)
 	t.mu.Unlock()
 	evs, held, err := read()
-	// A page larger than the run (a subscription catching up) is neither kept nor copied; whoever
-	// waited for it reads on its own.
-	if err == nil && len(evs) <= t.max {
-		f.evs = make([]RecordedEvent, len(evs))
-		for i, e := range evs {
-			f.evs[i] = clone(e)
-		}
-		f.kept = true
-	}
 	t.mu.Lock()
+	// A page larger than the run (a subscription catching up) is not kept; whoever waited for it
+	// reads on its own.
+	if err == nil && len(evs) <= t.max {
+		f.evs, f.kept = evs, true
+	}
 	if f.reset == t.resets {
 		t.addLocked(from, f.evs)
 	}
@@ -146,24 +162,61 @@ func (t *Tail) Reset() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.after, t.evs = Position{}, nil
+	clear(t.sums)
 	t.resets++
 }
 
-// sharedLocked returns copies of the events of run (every event in (after, its last]) after
-// from, at most limit, or nil when the run does not cover from or holds nothing after it.
+// sharedLocked returns the events of run (every event in (after, its last]) after from, at most
+// limit, in a slice of the caller's own, or nil when the run does not cover from or holds nothing
+// after it. Their bytes are shared (see Tail).
 func (t *Tail) sharedLocked(after Position, run []RecordedEvent, from Position, limit int) []RecordedEvent {
 	n := len(run)
 	if n == 0 || from.Less(after) || !from.Less(run[n-1].Position) {
 		return nil
 	}
 	i := sort.Search(n, func(i int) bool { return from.Less(run[i].Position) })
-	evs := run[i:min(n, i+limit)]
-	out := make([]RecordedEvent, len(evs))
-	for j, e := range evs {
-		out[j] = clone(e)
-	}
+	out := slices.Clone(run[i:min(n, i+limit)])
+	t.checkLocked(out)
 	t.stats.Shared += uint64(len(out))
 	return out
+}
+
+// digestSeed keys the test binaries' event digests.
+var digestSeed = maphash.MakeSeed()
+
+func digest(e RecordedEvent) uint64 {
+	return maphash.Bytes(digestSeed, e.Data)*31 + maphash.Bytes(digestSeed, e.Metadata)
+}
+
+// sumLocked records the digests of evs, which the run now holds (test binaries only).
+func (t *Tail) sumLocked(evs []RecordedEvent) {
+	if t.sums == nil {
+		return
+	}
+	for _, e := range evs {
+		t.sums[e.Position] = digest(e)
+	}
+}
+
+// checkLocked panics when an event of evs changed since it was read (test binaries only): a
+// subscription changed bytes that the others share.
+func (t *Tail) checkLocked(evs []RecordedEvent) {
+	if t.sums == nil {
+		return
+	}
+	for _, e := range evs {
+		if sum, ok := t.sums[e.Position]; ok && sum != digest(e) {
+			panic(fmt.Sprintf("eventstore: event %s (%s revision %d) changed after it was read: subscriptions share events' bytes and must not change them",
+				e.ID, e.StreamID, e.Revision))
+		}
+	}
+}
+
+// forgetLocked drops the digests of evs, which the run no longer holds (test binaries only).
+func (t *Tail) forgetLocked(evs []RecordedEvent) {
+	for _, e := range evs {
+		delete(t.sums, e.Position)
+	}
 }
 
 // addLocked keeps evs, every event in (from, evs[len(evs)-1].Position] in log order; it takes
@@ -178,26 +231,23 @@ func (t *Tail) addLocked(from Position, evs []RecordedEvent) {
 		// Starts inside the run or at its end: append what is newer.
 		top := t.evs[n-1].Position
 		i := sort.Search(len(evs), func(i int) bool { return top.Less(evs[i].Position) })
+		t.sumLocked(evs[i:])
 		t.evs = append(t.evs, evs[i:]...)
 	case n == 0 || t.evs[n-1].Position.Less(evs[len(evs)-1].Position):
 		// Newer and apart from the run: the last max events start a new run.
 		if drop := len(evs) - t.max; drop > 0 {
 			from, evs = evs[drop-1].Position, evs[drop:]
 		}
+		clear(t.sums)
+		t.sumLocked(evs)
 		t.after, t.evs = from, append([]RecordedEvent(nil), evs...)
 	default:
 		return // older than the run
 	}
 	if len(t.evs) > 2*t.max { // trimmed by halves, so an append moves O(1) events on average
 		drop := len(t.evs) - t.max
+		t.forgetLocked(t.evs[:drop])
 		t.after = t.evs[drop-1].Position
 		t.evs = append([]RecordedEvent(nil), t.evs[drop:]...)
 	}
-}
-
-// clone copies e's byte slices: each subscription owns what it is given.
-func clone(e RecordedEvent) RecordedEvent {
-	e.Data = append([]byte(nil), e.Data...)
-	e.Metadata = append([]byte(nil), e.Metadata...)
-	return e
 }

@@ -3,6 +3,8 @@ package eventstore
 import (
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -45,7 +47,8 @@ func (b *backend) read(from Position, limit int) func() ([]RecordedEvent, uint64
 		var out []RecordedEvent
 		for _, e := range b.log {
 			if from.Less(e.Position) && len(out) < limit {
-				out = append(out, clone(e))
+				e.Data, e.Metadata = slices.Clone(e.Data), slices.Clone(e.Metadata) // a read's bytes are its own
+				out = append(out, e)
 			}
 		}
 		return out, 0, nil
@@ -106,7 +109,10 @@ func TestTailServesFollowersFromOneRead(t *testing.T) {
 	}
 }
 
-func TestTailServesTheRunAndCopies(t *testing.T) {
+// TestTailServesTheRunAndChecksItsBytes: a subscription reads from the kept run, in a slice of
+// its own whose events' bytes it shares with the run; in a test binary, a subscription that
+// changes them makes the next hand-out of that event panic.
+func TestTailServesTheRunAndChecksItsBytes(t *testing.T) {
 	tl := NewTail(100)
 	b := &backend{log: logOf(10)}
 	epoch := make(chan struct{})
@@ -121,10 +127,10 @@ func TestTailServesTheRunAndCopies(t *testing.T) {
 	if diff := cmp.Diff(b.log[5:8], evs); diff != "" {
 		t.Fatalf("from the run (-want +got):\n%s", diff)
 	}
-	evs[0].Data[0] = 'X' // a subscriber's copy is its own
+	evs[1] = RecordedEvent{} // the slice is the subscription's own
 	again, _, _ := tl.Fetch(from, 3, nil, b.read(from, 3))
 	if diff := cmp.Diff(b.log[5:8], again); diff != "" {
-		t.Fatalf("after a subscriber changed its copy (-want +got):\n%s", diff)
+		t.Fatalf("after a subscriber changed its slice (-want +got):\n%s", diff)
 	}
 	if n := b.count(); n != 1 {
 		t.Fatalf("backend reads = %d, want 1", n)
@@ -134,6 +140,14 @@ func TestTailServesTheRunAndCopies(t *testing.T) {
 	if evs, _, _ := tl.Fetch(end, 3, epoch, b.read(end, 3)); len(evs) != 0 || b.count() != 2 {
 		t.Fatalf("at the end: %d events after %d backend reads, want 0 after 2", len(evs), b.count())
 	}
+	again[0].Data[0] = 'X' // bytes shared with the run: a subscription may not change them
+	defer func() {
+		msg, _ := recover().(string)
+		if !strings.Contains(msg, "e6 (s revision 5) changed after it was read") {
+			t.Fatalf("a hand-out of the changed event: panic %q, want one naming the event", msg)
+		}
+	}()
+	_, _, _ = tl.Fetch(from, 3, nil, b.read(from, 3))
 }
 
 // TestTailAnotherEpochTrustsOnlyEvents: a follower whose wake-up channel differs from the leader's
