@@ -62,7 +62,7 @@ type flight struct {
 	reset int // the Tail's resets when the read began
 	done  chan struct{}
 	kept  bool            // the read succeeded and evs holds its events
-	evs   []RecordedEvent // the read's events, shared with its caller
+	evs   []RecordedEvent // the read's events (their bytes shared with its caller)
 	held  uint64
 }
 
@@ -137,7 +137,7 @@ func (t *Tail) Fetch(from Position, limit int, epoch any, read func() ([]Recorde
 	// A page larger than the run (a subscription catching up) is not kept; whoever waited for it
 	// reads on its own.
 	if err == nil && len(evs) <= t.max {
-		f.evs, f.kept = evs, true
+		f.evs, f.kept = slices.Clone(evs), true // the caller's slice is its own; the bytes are shared
 	}
 	if f.reset == t.resets {
 		t.addLocked(from, f.evs)
