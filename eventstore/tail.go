@@ -133,12 +133,12 @@ func (t *Tail) Fetch(from Position, limit int, epoch any, read func() ([]Recorde
 	t.flying = append(t.flying, f)
 	t.mu.Unlock()
 	evs, held, err := read()
-	t.mu.Lock()
 	// A page larger than the run (a subscription catching up) is not kept; whoever waited for it
 	// reads on its own.
 	if err == nil && len(evs) <= t.max {
 		f.evs, f.kept = slices.Clone(evs), true // the caller's slice is its own; the bytes are shared
 	}
+	t.mu.Lock()
 	if f.reset == t.resets {
 		t.addLocked(from, f.evs)
 	}
