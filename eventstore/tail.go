@@ -214,6 +214,9 @@ func (t *Tail) checkLocked(evs []RecordedEvent) {
 
 // forgetLocked drops the digests of evs, which the run no longer holds (test binaries only).
 func (t *Tail) forgetLocked(evs []RecordedEvent) {
+	if t.sums == nil {
+		return
+	}
 	for _, e := range evs {
 		delete(t.sums, e.Position)
 	}
