@@ -280,12 +280,15 @@ type GateStats struct {
 	// Pages is how many pages the handle's write transactions wrote to the write-ahead log (one
 	// frame each; every page a transaction changes is written whole at its commit).
 	Pages uint64 `json:"pages"`
+	// Writebacks is how many of its commits were followed by starting the write-ahead log's
+	// writeback (replayable handles on Linux, see walWriteback).
+	Writebacks uint64 `json:"wal_writebacks,omitempty"`
 }
 
 // GateStats reports db's waits for the writer gate (zero on Postgres, which has no gate).
 func (db *DB) GateStats() GateStats {
 	return GateStats{Entered: db.gateEntered.Load(), Contended: db.gateContended.Load(), Waited: time.Duration(db.gateWaited.Load()),
-		Held: time.Duration(db.gateHeld.Load()), Pages: db.pagesWritten.Load()}
+		Held: time.Duration(db.gateHeld.Load()), Pages: db.pagesWritten.Load(), Writebacks: db.writebacks.Load()}
 }
 
 // enterGate takes the file's writer gate, counting whether it had to wait and for how long.

@@ -68,12 +68,14 @@ type DB struct {
 	gateEntered, gateContended atomic.Uint64
 	gateWaited, gateHeld       atomic.Int64  // nanoseconds
 	pagesWritten               atomic.Uint64 // SQLite: pages the write transactions wrote to the WAL
+	writebacks                 atomic.Uint64 // SQLite replayable handles: log writebacks started
 	statements                 atomic.Uint64
 
 	pool *pgxpool.Pool // Postgres: where the connections come from
 
 	checkpoints *checkpointer // SQLite: the background WAL checkpoints
 	bound       *logBound     // SQLite durable handles: keeps the WAL near RestartLogAfter
+	writeback   *walWriteback // SQLite replayable handles: starts the WAL's writeback after commits
 
 	groupOnce sync.Once
 	group     *group
@@ -153,6 +155,8 @@ func openSQLite(path, syncMode string, walLimit int64) (*DB, error) {
 	if !h.replayable {
 		h.bound = &logBound{after: RestartLogAfter, wait: RestartLogWait}
 		bound = h.boundLog
+	} else {
+		h.writeback = &walWriteback{path: abs + "-wal"}
 	}
 	var seen uint64
 	ticks := 0
@@ -307,7 +311,14 @@ func InConnTx(ctx context.Context, db *DB, fn func(*Tx) error) error {
 	if err != nil {
 		return err
 	}
-	defer release()
+	committed := false
+	defer func() {
+		release()
+		// After the lane is free: the writeback is this writer's time, not the next one's.
+		if committed && db.writeback != nil && db.writeback.start() {
+			db.writebacks.Add(1)
+		}
+	}()
 	conn, err := db.Conn(ctx)
 	if err != nil {
 		return err
@@ -325,6 +336,7 @@ func InConnTx(ctx context.Context, db *DB, fn func(*Tx) error) error {
 		return err
 	}
 	err = t.commit(ctx)
+	committed = err == nil
 	t.pages = db.countPages(conn, true)
 	return err
 }
