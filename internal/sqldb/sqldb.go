@@ -208,6 +208,10 @@ type Migration struct {
 	Version  int
 	SQL      string
 	Postgres string
+	// SortThreads, on SQLite, lets the script's sorts (those of CREATE INDEX) use up to this many
+	// helper threads (https://sqlite.org/pragma.html#pragma_threads); the connection is set back
+	// to none before the transaction ends.
+	SortThreads int
 }
 
 // Migrate applies the migrations of component that are not yet recorded, each in its own
@@ -263,6 +267,17 @@ func migrateOne(ctx context.Context, db *DB, component string, m Migration) erro
 	if db.Dialect == Postgres && m.Postgres != "" {
 		script = m.Postgres
 	}
+	threads := db.Dialect == SQLite && m.SortThreads > 0
+	if threads {
+		if _, err := tx.ExecContext(ctx, "PRAGMA threads = "+strconv.Itoa(m.SortThreads)); err != nil {
+			return err
+		}
+		defer func() { // a failed script: the connection goes back to the pool without them too
+			if threads {
+				_, _ = tx.ExecContext(context.WithoutCancel(ctx), "PRAGMA threads = 0")
+			}
+		}()
+	}
 	for _, stmt := range strings.Split(script, ";\n") {
 		if strings.TrimSpace(stmt) == "" {
 			continue
@@ -274,6 +289,12 @@ func migrateOne(ctx context.Context, db *DB, component string, m Migration) erro
 	if _, err := tx.ExecContext(ctx, db.Rebind(`INSERT INTO schema_migrations (component, version) VALUES (?, ?)`),
 		component, m.Version); err != nil {
 		return err
+	}
+	if threads {
+		if _, err := tx.ExecContext(ctx, "PRAGMA threads = 0"); err != nil {
+			return err
+		}
+		threads = false
 	}
 	return tx.Commit()
 }

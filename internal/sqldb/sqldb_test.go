@@ -2,6 +2,7 @@ package sqldb_test
 
 import (
 	"errors"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -197,4 +198,45 @@ func TestPagesRead(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
+}
+
+// TestMigrationSortThreads: a SQLite migration with SortThreads runs its script with that many
+// sorter helper threads, and leaves its connection with none, whether the script succeeds or fails.
+func TestMigrationSortThreads(t *testing.T) {
+	t.Parallel()
+	db, err := sqldb.OpenSQLite(filepath.Join(t.TempDir(), "m.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	db.SetMaxOpenConns(1) // the migrations' connection is the one read afterwards
+	ctx := t.Context()
+	threadsNow := func() int {
+		t.Helper()
+		var n int
+		if err := db.QueryRowContext(ctx, `PRAGMA threads`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if err := sqldb.Migrate(ctx, db, "sorts", []sqldb.Migration{{Version: 1, SortThreads: 2,
+		SQL: "CREATE TABLE seen AS SELECT threads FROM pragma_threads;\nCREATE INDEX seen_threads ON seen (threads)"}}); err != nil {
+		t.Fatal(err)
+	}
+	var during int
+	if err := db.QueryRowContext(ctx, `SELECT threads FROM seen`).Scan(&during); err != nil {
+		t.Fatal(err)
+	}
+	if during != 2 {
+		t.Errorf("the script ran with %d sorter threads, want 2", during)
+	}
+	if n := threadsNow(); n != 0 {
+		t.Errorf("after the migration the connection has %d sorter threads, want 0", n)
+	}
+	if err := sqldb.Migrate(ctx, db, "sorts", []sqldb.Migration{{Version: 2, SortThreads: 2, SQL: "CREATE TABLE broken ("}}); err == nil {
+		t.Fatal("a broken script migrated")
+	}
+	if n := threadsNow(); n != 0 {
+		t.Errorf("after a failed migration the connection has %d sorter threads, want 0", n)
+	}
 }

@@ -133,7 +133,9 @@ func (*Projection) Setup(ctx context.Context, db *sqldb.DB, gen projections.Gene
 func (q *Projection) Finalize(ctx context.Context, db *sqldb.DB, gen projections.Generation) error {
 	ddl := strings.ReplaceAll(indexes, "{g}", gen.Table(""))
 	if db.Dialect != sqldb.Postgres {
-		return sqldb.Migrate(ctx, db, projections.GenerationName(Name, gen)+"/indexes", []sqldb.Migration{{Version: 1, SQL: ddl}})
+		// The index builds sort with helper threads, one per further core (at least one).
+		threads := max(1, runtime.GOMAXPROCS(0)-1)
+		return sqldb.Migrate(ctx, db, projections.GenerationName(Name, gen)+"/indexes", []sqldb.Migration{{Version: 1, SQL: ddl, SortThreads: threads}})
 	}
 	byTable := map[string][]string{}
 	for stmt := range strings.SplitSeq(ddl, ";") {
