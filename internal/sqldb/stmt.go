@@ -152,9 +152,6 @@ func (db *DB) Close() error {
 	if db.checkpoints != nil {
 		db.checkpoints.close()
 	}
-	if db.writeback != nil {
-		db.writeback.close()
-	}
 	err := db.DB.Close()
 	if db.pool != nil {
 		db.pool.Close()

@@ -1,9 +1,6 @@
 package sqldb
 
-import (
-	"os"
-	"sync"
-)
+import "os"
 
 // walWriteback starts the kernel's writeback of a SQLite file's write-ahead log after a replayable
 // handle's commit, once the writer lane is free again. Such commits do not sync (synchronous=NORMAL),
@@ -13,28 +10,22 @@ import (
 type walWriteback struct {
 	path string
 
-	once sync.Once
-	f    *os.File // nil when the log could not be opened
-
 	started func() // tests: called as each writeback starts
 }
 
-// start asks for the log's dirty pages to be written out, without waiting for them. Failures are
-// ignored: the durable commits' fsync writes the pages anyway.
+// start asks for the log's dirty pages to be written out, without waiting for them, and reports
+// whether the kernel took the request. Failures are ignored: the durable commits' fsync writes the
+// pages anyway. The log is opened each time: no descriptor to keep and close, and none left on a
+// log SQLite deleted (it does when the file's last connection closes) and then made anew.
 func (w *walWriteback) start() bool {
-	w.once.Do(func() {
-		// A descriptor of our own: writeback works on the file's pages, whichever descriptor asks.
-		w.f, _ = os.Open(w.path)
-	})
 	if w.started != nil {
 		w.started()
 	}
-	return w.f != nil && startWriteback(w.f) == nil
-}
-
-func (w *walWriteback) close() {
-	w.once.Do(func() {}) // no open after close
-	if w.f != nil {
-		_ = w.f.Close()
+	f, err := os.Open(w.path)
+	if err != nil {
+		return false
 	}
+	defer f.Close()
+	// Writeback works on the file's pages, whichever descriptor asks.
+	return startWriteback(f) == nil
 }

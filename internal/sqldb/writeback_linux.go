@@ -11,13 +11,5 @@ const syncFileRangeWrite = 0x2
 
 // startWriteback starts writing f's dirty pages, all of them (offset 0, length 0: to the end).
 func startWriteback(f *os.File) error {
-	rc, err := f.SyscallConn()
-	if err != nil {
-		return err
-	}
-	var serr error
-	if err := rc.Control(func(fd uintptr) { serr = syscall.SyncFileRange(int(fd), 0, 0, syncFileRangeWrite) }); err != nil {
-		return err // closed meanwhile
-	}
-	return serr
+	return syscall.SyncFileRange(int(f.Fd()), 0, 0, syncFileRangeWrite)
 }
