@@ -25,7 +25,7 @@ import (
 // attachment id, so the database holds no plaintext of them and erasure, which destroys that key,
 // shreds them too; Destroy then deletes the rows. Type, size and digest stay readable: they describe
 // the file without being its content. Rows stored before sealing (sealed = 0) are read as they are
-// and erased the same way (the README's data-lifecycle section: read both, no rewrite).
+// and erased the same way (docs/data-lifecycle.md: read both, no rewrite).
 // Attachments are records beside the log, not events; an inquiry's files are listed from this table.
 type Attachments struct {
 	db   *sqldb.DB

@@ -21,7 +21,7 @@ import (
 	"github.com/casebook/casebook/adapters/slack/lists"
 )
 
-// TestReadmeConnectSlack runs the README's "Connect a real Slack workspace" blocks, as written,
+// TestReadmeConnectSlack runs docs/slack.md's "Connect a real Slack workspace" blocks, as written,
 // against the real binary and the strict fake Slack (non-Marketplace history limits on): manifest
 // → install → (the bot is invited) → destination → link user → lists create → intake; then it
 // plays Slack's user: the thread and the List row appear, the linked user claims with the root
@@ -31,16 +31,16 @@ func TestReadmeConnectSlack(t *testing.T) {
 	t.Parallel()
 	for _, tool := range []string{"bash", "curl", "jq"} {
 		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("the README's Slack blocks need %s, which is not installed", tool)
+			t.Skipf("the Slack setup blocks need %s, which is not installed", tool)
 		}
 	}
-	readme, err := os.ReadFile("../README.md")
+	readme, err := os.ReadFile("../docs/slack.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	blocks := regexp.MustCompile("(?s)<!-- connect-slack (\\d)[^>]*-->\n```sh\n(.*?)```").FindAllSubmatch(readme, -1)
 	if len(blocks) != 2 || string(blocks[0][1]) != "1" || string(blocks[1][1]) != "2" {
-		t.Fatalf("README has %d connect-slack blocks, want blocks 1 and 2", len(blocks))
+		t.Fatalf("docs/slack.md has %d connect-slack blocks, want blocks 1 and 2", len(blocks))
 	}
 
 	dir := t.TempDir()
@@ -80,7 +80,7 @@ func TestReadmeConnectSlack(t *testing.T) {
 			"SLACK_BOT_TOKEN="+fake.Token(), "SLACK_CHANNEL="+ch, "SLACK_USER="+user, "PRINCIPAL="+op.PrincipalID)...)
 		out, err := cmd.CombinedOutput()
 		if err != nil {
-			t.Fatalf("README block failed: %v\n%s", err, out)
+			t.Fatalf("docs/slack.md block failed: %v\n%s", err, out)
 		}
 		return string(out)
 	}

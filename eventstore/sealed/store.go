@@ -22,7 +22,7 @@ const sealedMember = "sealed"
 // reader (commands, subscribers, rebuilds) sees plain events, and the backend never does; readers
 // with no use for personal data read through AsStored instead. An event
 // whose data key was destroyed reads with domain.Erased in each personal member. Events written
-// before sealing (no "sealed" member) read as they are: see the README's data-lifecycle migration.
+// before sealing (no "sealed" member) read as they are: see docs/data-lifecycle.md.
 type Store struct {
 	inner eventstore.Store
 	keys  *Keys

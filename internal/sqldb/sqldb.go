@@ -491,7 +491,7 @@ func (c *CopyRows) reader() io.Reader {
 // not set pool_max_conns: twice the process's usable cores, at least 4 and at most 16. Appends go
 // through a group commit (two connections at most) and subscriber batches pipeline their writes,
 // so more connections than the process can drive only add contention: on two cores, 4 served
-// 10–29 % more intakes than 16 and cut the first second's read latency (README, "One Postgres
+// 10–29 % more intakes than 16 and cut the first second's read latency (docs/performance.md, "One Postgres
 // pool per process"). Sixteen concurrent commits already share the server's WAL flushes, and the
 // pool keeps its idle connections, so a larger default would mostly hold server slots that other
 // replicas and programs need.

@@ -310,7 +310,7 @@ func (w *Worker) owner(ctx context.Context, q *domain.Inquiry, key string) (slac
 }
 
 // deleteThread deletes an erased inquiry's thread: every reply (Slack refuses the app a person's
-// own reply: those are counted and left, see the README's data lifecycle), then the root, then
+// own reply: those are counted and left, see docs/data-lifecycle.md), then the root, then
 // records SlackThreadDeleted. A message already gone counts as deleted, so a retry converges.
 func (w *Worker) deleteThread(ctx context.Context, api *slack.Client, q *domain.Inquiry, th threadState) error {
 	// Page by page, deleting as it goes: under Slack's history limits for apps outside the
