@@ -5,6 +5,8 @@ PKGS     := ./...
 # ops/goclient is a module of its own (the Go client generated from openapi.json and its
 # walk-through, see its doc comment): test generates the client afresh, compiles it and runs it.
 CLIENT   := ops/goclient
+# Tests check that subscriptions never change the event bytes they share (eventstore.Tail).
+export CASEBOOK_CHECK_SHARED_EVENTS := 1
 # `make fuzz` runs each fuzz target for FUZZTIME; `make test` runs only their seed corpora.
 # A count, not a duration: go1.26's fuzz coordinator can fail a target with "context deadline
 # exceeded" when a duration ends while a worker is mid-input (go.dev/issue/75804, fixed in go1.27).

@@ -1,9 +1,9 @@
 package eventstore
 
 import (
-	"flag"
 	"fmt"
 	"hash/maphash"
+	"os"
 	"slices"
 	"sort"
 	"sync"
@@ -18,8 +18,9 @@ import (
 //
 // The subscriptions share the events' Data and Metadata with the Tail and with each other: each
 // gets a slice of events of its own, but the bytes are one copy, which nobody may change (see
-// Store.Subscribe). In test binaries the Tail checks that: it keeps a digest of each event it
-// holds and panics when it would hand out an event whose bytes changed since it was read.
+// Store.Subscribe). With CheckSharedEnv set to 1 the Tail checks that: it keeps a digest of each
+// event it holds and panics when it would hand out an event whose bytes changed since it was read.
+// `make test` sets it; production leaves it off (the digests cost a hash per event).
 //
 // A Tail serves Subscribe only. A backend whose stored events may change (Rewriter) resets it on
 // every rewrite.
@@ -32,7 +33,7 @@ type Tail struct {
 	resets int       // Reset calls: a read begun before one is not kept
 	stats  TailStats
 	joined func()              // tests: called when a caller waits for a read in flight
-	sums   map[Position]uint64 // test binaries: each held event's digest (see Tail)
+	sums   map[Position]uint64 // with CheckSharedEnv: each held event's digest (see Tail)
 }
 
 // TailEvents is how many events a store keeps for its subscriptions (a Tail's max): at 1,000
@@ -69,16 +70,15 @@ type flight struct {
 // NewTail returns a Tail that keeps the last max events read (it holds up to 2*max between trims).
 func NewTail(max int) *Tail {
 	t := &Tail{max: max}
-	if inTestBinary() {
+	if os.Getenv(CheckSharedEnv) == "1" {
 		t.sums = map[Position]uint64{}
 	}
 	return t
 }
 
-// inTestBinary reports whether this is a test binary, whose testing package registers test.v
-// before any test runs (the production binary links no testing code: cmd/casebook's
-// TestBinaryLinksNoTestCode).
-func inTestBinary() bool { return flag.Lookup("test.v") != nil }
+// CheckSharedEnv names the environment variable that, set to 1, makes every Tail created after
+// it check that no subscription changes the event bytes it shares (see Tail).
+const CheckSharedEnv = "CASEBOOK_CHECK_SHARED_EVENTS"
 
 // Fetch returns the events after from, at most limit (> 0), for a subscription whose wake-up
 // signal (the channel the next append closes) is epoch. They come from the kept run when it holds
@@ -181,14 +181,14 @@ func (t *Tail) sharedLocked(after Position, run []RecordedEvent, from Position, 
 	return out
 }
 
-// digestSeed keys the test binaries' event digests.
+// digestSeed keys the event digests.
 var digestSeed = maphash.MakeSeed()
 
 func digest(e RecordedEvent) uint64 {
 	return maphash.Bytes(digestSeed, e.Data)*31 + maphash.Bytes(digestSeed, e.Metadata)
 }
 
-// sumLocked records the digests of evs, which the run now holds (test binaries only).
+// sumLocked records the digests of evs, which the run now holds (with CheckSharedEnv only).
 func (t *Tail) sumLocked(evs []RecordedEvent) {
 	if t.sums == nil {
 		return
@@ -198,7 +198,7 @@ func (t *Tail) sumLocked(evs []RecordedEvent) {
 	}
 }
 
-// checkLocked panics when an event of evs changed since it was read (test binaries only): a
+// checkLocked panics when an event of evs changed since it was read (with CheckSharedEnv only): a
 // subscription changed bytes that the others share.
 func (t *Tail) checkLocked(evs []RecordedEvent) {
 	if t.sums == nil {
@@ -212,7 +212,7 @@ func (t *Tail) checkLocked(evs []RecordedEvent) {
 	}
 }
 
-// forgetLocked drops the digests of evs, which the run no longer holds (test binaries only).
+// forgetLocked drops the digests of evs, which the run no longer holds (with CheckSharedEnv only).
 func (t *Tail) forgetLocked(evs []RecordedEvent) {
 	if t.sums == nil {
 		return

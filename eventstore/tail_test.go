@@ -113,9 +113,10 @@ func TestTailServesFollowersFromOneRead(t *testing.T) {
 }
 
 // TestTailServesTheRunAndChecksItsBytes: a subscription reads from the kept run, in a slice of
-// its own whose events' bytes it shares with the run; in a test binary, a subscription that
+// its own whose events' bytes it shares with the run; with CheckSharedEnv set, a subscription that
 // changes them makes the next hand-out of that event panic.
 func TestTailServesTheRunAndChecksItsBytes(t *testing.T) {
+	t.Setenv(CheckSharedEnv, "1")
 	tl := NewTail(100)
 	b := &backend{log: logOf(10)}
 	epoch := make(chan struct{})
