@@ -4,14 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/casebook/casebook/adapters/slack/lists"
-	"github.com/casebook/casebook/adapters/slack/threads"
-	"strings"
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/casebook/casebook/domain"
+	"github.com/casebook/casebook/eventstore"
 	"github.com/casebook/casebook/projections"
 )
 
@@ -34,21 +32,6 @@ func (a *App) ProjectionStatuses() []projections.Status {
 	return out
 }
 
-// tenantStreams are the stream prefixes that belong to a tenant.
-func tenantStreams(tenant domain.TenantID) []string {
-	t := string(tenant) + "-"
-	return []string{"inquiry-" + t, "slackproj-" + t, threads.StreamKind + "-" + t, lists.StreamKind + "-" + t}
-}
-
-func ownedBy(stream string, tenant domain.TenantID) bool {
-	for _, p := range tenantStreams(tenant) {
-		if strings.HasPrefix(stream, p) {
-			return true
-		}
-	}
-	return false
-}
-
 // Parked lists a projection's parked streams; with a tenant, only that tenant's streams.
 func (a *App) Parked(ctx context.Context, projection string, tenant domain.TenantID) ([]projections.Parked, error) {
 	p, err := a.Projection(projection)
@@ -61,7 +44,7 @@ func (a *App) Parked(ctx context.Context, projection string, tenant domain.Tenan
 	}
 	out := []projections.Parked{}
 	for _, pk := range all {
-		if ownedBy(pk.Stream, tenant) {
+		if eventstore.OwnedBy(pk.Stream, tenant) {
 			out = append(out, pk)
 		}
 	}
@@ -75,7 +58,7 @@ func (a *App) RetryParked(ctx context.Context, projection string, tenant domain.
 	if err != nil {
 		return nil, err
 	}
-	if tenant != "" && !ownedBy(stream, tenant) {
+	if tenant != "" && !eventstore.OwnedBy(stream, tenant) {
 		return nil, fmt.Errorf("parked stream: %w", domain.ErrNotFound)
 	}
 	still, err := projections.Retry(ctx, a.DB, a.Store, p, stream, skip, a.Config.Now())

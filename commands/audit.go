@@ -125,7 +125,7 @@ func (a *Audited) withEntry(ctx context.Context, e AuditEntry) (context.Context,
 	return eventstore.WithCompanion(ctx, cr.Companion(func(stream string) AuditEntry {
 		e := e
 		if e.InquiryID == "" {
-			e.InquiryID, _ = eventstore.StreamInquiry("inquiry", stream, e.Tenant)
+			e.InquiryID, _ = eventstore.StreamInquiry(eventstore.KindInquiry, stream, e.Tenant)
 		}
 		e.Outcome, e.At = OutcomeAccepted, a.now()
 		return e

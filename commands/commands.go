@@ -200,7 +200,7 @@ func (h *Handler) claimed(ctx context.Context, tenant domain.TenantID, name stri
 	if err != nil || stream == "" {
 		return "", err
 	}
-	id, ok := eventstore.StreamInquiry("inquiry", stream, tenant)
+	id, ok := eventstore.StreamInquiry(eventstore.KindInquiry, stream, tenant)
 	if !ok {
 		return "", fmt.Errorf("intake: claim %q names no inquiry of the tenant: %w", name, domain.ErrNotFound)
 	}

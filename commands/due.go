@@ -132,7 +132,7 @@ func (h *Handler) Route(ctx context.Context, c Route) (Result, error) {
 }
 
 // SLAPolicyStream is the stream of a tenant's SLA policy changes.
-func SLAPolicyStream(tenant domain.TenantID) string { return "slapolicy-" + string(tenant) }
+func SLAPolicyStream(tenant domain.TenantID) string { return eventstore.KindSLAPolicy.Tenant(tenant) }
 
 // SetSLAPolicy replaces a tenant's SLA policy (admins only). The policy is an event in the log, so
 // the SLA clock, a projection of the log, computes the same due times on every replay.

@@ -10,7 +10,9 @@ import (
 )
 
 // RetentionPolicyStream is the stream of a tenant's retention policy changes.
-func RetentionPolicyStream(tenant domain.TenantID) string { return "retentionpolicy-" + string(tenant) }
+func RetentionPolicyStream(tenant domain.TenantID) string {
+	return eventstore.KindRetentionPolicy.Tenant(tenant)
+}
 
 // SetRetentionPolicy replaces a tenant's retention policy (admins only). Like the SLA policy it is
 // an event in the log; the policy job reads the current one at every sweep, so a change applies to

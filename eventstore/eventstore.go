@@ -261,14 +261,14 @@ func DeterministicID(commandID string, index int) string {
 
 // InquiryStream is the canonical stream name of an inquiry.
 func InquiryStream(tenant domain.TenantID, id domain.InquiryID) string {
-	return "inquiry-" + string(tenant) + "-" + string(id)
+	return KindInquiry.Stream(tenant, string(id))
 }
 
 // StreamInquiry reads the inquiry id from a per-inquiry stream named kind-{tenant}-{id} ("inquiry"
 // for InquiryStream). It reports false when the stream is not one of tenant's, or tenant is empty:
 // an event whose metadata names another tenant than its stream must not be projected.
-func StreamInquiry(kind, stream string, tenant domain.TenantID) (domain.InquiryID, bool) {
-	rest, ok := strings.CutPrefix(stream, kind)
+func StreamInquiry(kind StreamKind, stream string, tenant domain.TenantID) (domain.InquiryID, bool) {
+	rest, ok := strings.CutPrefix(stream, string(kind))
 	if ok {
 		rest, ok = strings.CutPrefix(rest, "-")
 	}

@@ -10,10 +10,11 @@ import (
 // TestStreamInquiry: the id comes back only from a stream of the named kind and tenant.
 func TestStreamInquiry(t *testing.T) {
 	for _, c := range []struct {
-		kind, stream string
-		tenant       domain.TenantID
-		want         domain.InquiryID
-		ok           bool
+		kind   eventstore.StreamKind
+		stream string
+		tenant domain.TenantID
+		want   domain.InquiryID
+		ok     bool
 	}{
 		{"inquiry", eventstore.InquiryStream("t1", "abc-1"), "t1", "abc-1", true},
 		{"slackproj", "slackproj-t1-abc", "t1", "abc", true},

@@ -20,6 +20,7 @@ import (
 	"github.com/casebook/casebook/app"
 	"github.com/casebook/casebook/app/apptest"
 	"github.com/casebook/casebook/domain"
+	"github.com/casebook/casebook/eventstore"
 )
 
 // dueScenario is one in-process Casebook on SQLite with a hand-driven clock and ticker, the fake
@@ -280,6 +281,12 @@ func TestDueSlackScenario(t *testing.T) {
 	for _, w := range wantTypes {
 		if !slices.Contains(types, w) {
 			t.Errorf("timeline %v lacks %s", types, w)
+		}
+	}
+	kinds := streamsRegistered(t, a.Store)
+	for _, k := range []eventstore.StreamKind{eventstore.KindInquiry, eventstore.KindSlackThread, eventstore.KindSlackDue} {
+		if !kinds[k] {
+			t.Errorf("no %s stream in the log: the scenario no longer exercises it", k)
 		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/casebook/casebook/adapters/slack/fakeslack"
 	"github.com/casebook/casebook/adapters/slack/lists"
 	"github.com/casebook/casebook/domain"
+	"github.com/casebook/casebook/eventstore"
 )
 
 // TestSlackListScenario: the real binary with the fake Slack: activate a List (the probe leaves no
@@ -63,5 +64,11 @@ func TestSlackListScenario(t *testing.T) {
 	eventually(t, "the row removed after the delay", func() bool { return len(fake.Rows(li.ID)) == 0 })
 	if n := fake.CallCount("slackLists.items.create"); n != 2 {
 		t.Fatalf("%d creates, want the probe's and the inquiry's", n)
+	}
+	kinds := streamsRegisteredIn(t, dir)
+	for _, k := range []eventstore.StreamKind{eventstore.KindInquiry, eventstore.KindSlackList, eventstore.KindListProjection, eventstore.KindInstallation} {
+		if !kinds[k] {
+			t.Errorf("no %s stream in the log: the scenario no longer exercises it", k)
+		}
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"testing"
 
 	"github.com/casebook/casebook/adapters/slack/fakeslack"
+	"github.com/casebook/casebook/app"
+	"github.com/casebook/casebook/eventstore"
 )
 
 // adaIntake is the public intake body the Slack scenarios submit.
@@ -56,4 +58,36 @@ func rowStatusIs(fake *fakeslack.Server, listID, statusCol, want string) func() 
 		rs := fake.Rows(listID)
 		return len(rs) == 1 && len(rs[0].Strings(statusCol)) == 1 && rs[0].Strings(statusCol)[0] == want
 	}
+}
+
+// streamsRegistered fails t unless every stream in store's log is of a registered kind
+// (eventstore.StreamKinds), so that no package appends to a kind that KurrentDB's subscriptions or
+// a tenant's stream list would miss. It returns the kinds it saw.
+func streamsRegistered(t *testing.T, store eventstore.Store) map[eventstore.StreamKind]bool {
+	t.Helper()
+	evs, err := store.ReadAll(t.Context(), eventstore.Start, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[eventstore.StreamKind]bool{}
+	for _, e := range evs {
+		k, ok := eventstore.KindOf(e.StreamID)
+		if !ok {
+			t.Errorf("stream %s (event %s) is of no registered kind", e.StreamID, e.Type)
+			continue
+		}
+		seen[k] = true
+	}
+	return seen
+}
+
+// streamsRegisteredIn opens the embedded storage in dataDir beside a running server.
+func streamsRegisteredIn(t *testing.T, dataDir string) map[eventstore.StreamKind]bool {
+	t.Helper()
+	a, err := app.Open(t.Context(), app.Config{DataDir: dataDir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	return streamsRegistered(t, a.Store)
 }

@@ -49,8 +49,14 @@ import (
 
 var _ eventstore.Store = (*Store)(nil)
 
-// DefaultStreamPrefixes are the stream categories Casebook writes.
-var DefaultStreamPrefixes = []string{"inquiry-", "slackproj-", "slackthread-", "slacklist-", "tenant-", "installation-", "listprojection-"}
+// DefaultStreamPrefixes are the stream categories Casebook writes: every registered kind's.
+var DefaultStreamPrefixes = func() []string {
+	var out []string
+	for _, k := range eventstore.StreamKinds() {
+		out = append(out, k.Prefix())
+	}
+	return out
+}()
 
 // Options configure a Store. Zero fields take the defaults named.
 type Options struct {

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 
 	"github.com/casebook/casebook/domain"
 	"github.com/casebook/casebook/eventstore"
@@ -100,14 +99,14 @@ type metaTenant struct {
 
 // inquiryOf names the inquiry an event of stream belongs to; ok is false for other streams.
 func inquiryOf(stream string, metadata []byte) (domain.TenantID, domain.InquiryID, bool, error) {
-	if !strings.HasPrefix(stream, "inquiry-") {
+	if !eventstore.KindInquiry.Of(stream) {
 		return "", "", false, nil
 	}
 	tenant, err := tenantOf(metadata)
 	if err != nil {
 		return "", "", false, fmt.Errorf("sealed: metadata of %s: %w", stream, err)
 	}
-	id, ok := eventstore.StreamInquiry("inquiry", stream, tenant)
+	id, ok := eventstore.StreamInquiry(eventstore.KindInquiry, stream, tenant)
 	if !ok {
 		return "", "", false, fmt.Errorf("sealed: stream %s does not belong to tenant %q", stream, tenant)
 	}

@@ -104,7 +104,7 @@ type prepared struct {
 func (*Projection) Prepare(evs []eventstore.RecordedEvent) (any, error) {
 	out := &prepared{}
 	for _, e := range evs {
-		if !strings.HasPrefix(e.StreamID, "inquiry-") || (e.Type != "InquiryReceived" && e.Type != "InquiryErased") {
+		if !eventstore.KindInquiry.Of(e.StreamID) || (e.Type != "InquiryReceived" && e.Type != "InquiryErased") {
 			continue
 		}
 		m, err := eventstore.DecodeMetadata(e.Metadata)
@@ -113,7 +113,7 @@ func (*Projection) Prepare(evs []eventstore.RecordedEvent) (any, error) {
 		}
 		if e.Type == "InquiryErased" {
 			// The customer id names the person: an erased inquiry is no longer found by it.
-			id, ok := eventstore.StreamInquiry("inquiry", e.StreamID, m.TenantID)
+			id, ok := eventstore.StreamInquiry(eventstore.KindInquiry, e.StreamID, m.TenantID)
 			if !ok {
 				return nil, fmt.Errorf("%s: stream does not belong to tenant %q", e.StreamID, m.TenantID)
 			}

@@ -128,7 +128,7 @@ var _ projections.Preparer = (*Projection)(nil)
 func (p *Projection) Prepare(evs []eventstore.RecordedEvent) (any, error) {
 	out := &prepared{}
 	for _, e := range evs {
-		if !strings.HasPrefix(e.StreamID, "inquiry-") {
+		if !eventstore.KindInquiry.Of(e.StreamID) {
 			continue
 		}
 		switch e.Type {
@@ -144,7 +144,7 @@ func (p *Projection) Prepare(evs []eventstore.RecordedEvent) (any, error) {
 		if err != nil {
 			return nil, err
 		}
-		id, ok := eventstore.StreamInquiry("inquiry", e.StreamID, m.TenantID)
+		id, ok := eventstore.StreamInquiry(eventstore.KindInquiry, e.StreamID, m.TenantID)
 		if !ok {
 			return nil, fmt.Errorf("%s: stream does not belong to tenant %q", e.StreamID, m.TenantID)
 		}

@@ -231,7 +231,7 @@ func (*Projection) Prepare(recs []eventstore.RecordedEvent) (any, error) {
 		wg.Go(func() {
 			for i := w; i < len(recs); i += workers {
 				r := recs[i]
-				if !strings.HasPrefix(r.StreamID, "inquiry-") {
+				if !eventstore.KindInquiry.Of(r.StreamID) {
 					continue
 				}
 				if out[i], errs[i] = decode(r); errs[i] != nil {
@@ -417,7 +417,7 @@ func decode(r eventstore.RecordedEvent) (decoded, error) {
 	if err != nil {
 		return decoded{}, err
 	}
-	id, ok := eventstore.StreamInquiry("inquiry", r.StreamID, m.TenantID)
+	id, ok := eventstore.StreamInquiry(eventstore.KindInquiry, r.StreamID, m.TenantID)
 	if !ok {
 		return decoded{}, fmt.Errorf("stream does not belong to tenant %q", m.TenantID)
 	}

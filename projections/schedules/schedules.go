@@ -152,8 +152,8 @@ var _ projections.Preparer = (*Projection)(nil)
 func (*Projection) Prepare(evs []eventstore.RecordedEvent) (any, error) {
 	p := &prepared{items: make([]item, 0, len(evs)), fresh: map[key]bool{}}
 	for _, e := range evs {
-		isPolicy := strings.HasPrefix(e.StreamID, "slapolicy-")
-		if !isPolicy && !strings.HasPrefix(e.StreamID, "inquiry-") {
+		isPolicy := eventstore.KindSLAPolicy.Of(e.StreamID)
+		if !isPolicy && !eventstore.KindInquiry.Of(e.StreamID) {
 			continue
 		}
 		m, err := eventstore.DecodeMetadata(e.Metadata)
@@ -171,7 +171,7 @@ func (*Projection) Prepare(evs []eventstore.RecordedEvent) (any, error) {
 			p.items = append(p.items, item{ev: ev, m: m, policy: true})
 			continue
 		}
-		id, ok := eventstore.StreamInquiry("inquiry", e.StreamID, m.TenantID)
+		id, ok := eventstore.StreamInquiry(eventstore.KindInquiry, e.StreamID, m.TenantID)
 		if !ok {
 			return nil, fmt.Errorf("%s: stream does not belong to tenant %q", e.StreamID, m.TenantID)
 		}

@@ -16,11 +16,11 @@ import (
 // Business truth never changes when they do.
 
 // StreamKind is the kind of an inquiry's List row stream.
-const StreamKind = "slacklist"
+const StreamKind = eventstore.KindSlackList
 
 // Stream names an inquiry's List row stream.
 func Stream(tenant domain.TenantID, id domain.InquiryID) string {
-	return StreamKind + "-" + string(tenant) + "-" + string(id)
+	return StreamKind.Stream(tenant, string(id))
 }
 
 // IsRowEvent reports a List row event type (the List family of a combined legacy stream).

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/casebook/casebook/adapters/slack/slackeffects"
@@ -69,8 +68,8 @@ type terminal struct {
 
 // streamInquiry returns the inquiry of a kind-{tenant}-{id} stream (false for other streams); the
 // event's metadata must name the stream's tenant.
-func streamInquiry(kind, stream string, meta []byte) (inqKey, bool, error) {
-	if !strings.HasPrefix(stream, kind+"-") {
+func streamInquiry(kind eventstore.StreamKind, stream string, meta []byte) (inqKey, bool, error) {
+	if !kind.Of(stream) {
 		return inqKey{}, false, nil
 	}
 	m, err := eventstore.DecodeMetadata(meta)
@@ -191,8 +190,8 @@ func (RowMap) Apply(ctx context.Context, b *projections.Batch) error {
 		switch {
 		case !IsRowEvent(e.Type):
 			continue
-		case strings.HasPrefix(e.StreamID, "slackproj-"):
-			kind = "slackproj"
+		case eventstore.KindSlackProjection.Of(e.StreamID):
+			kind = eventstore.KindSlackProjection
 		}
 		k, ok, err := streamInquiry(kind, e.StreamID, e.Metadata)
 		if err != nil {

@@ -193,7 +193,7 @@ func activeLists(ctx context.Context, db *sqldb.DB, q interface {
 
 // ProjectionStream names a List projection's audit stream.
 func ProjectionStream(tenant domain.TenantID, list string) string {
-	return "listprojection-" + string(tenant) + "-" + list
+	return eventstore.KindListProjection.Stream(tenant, list)
 }
 
 // audit appends an event to the List projection's stream.

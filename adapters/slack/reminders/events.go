@@ -11,11 +11,11 @@ import (
 )
 
 // StreamKind is the kind of an inquiry's due-effect stream, slackdue-{tenant}-{inquiry}.
-const StreamKind = "slackdue"
+const StreamKind = eventstore.KindSlackDue
 
 // Stream names an inquiry's due-effect stream.
 func Stream(tenant domain.TenantID, id domain.InquiryID) string {
-	return StreamKind + "-" + string(tenant) + "-" + string(id)
+	return StreamKind.Stream(tenant, string(id))
 }
 
 // SlackReminderPosted records the reply for the due event at canonical version Version.

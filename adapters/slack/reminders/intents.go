@@ -3,7 +3,6 @@ package reminders
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	"github.com/casebook/casebook/adapters/slack/slackeffects"
 	"github.com/casebook/casebook/adapters/slack/slackinstall"
@@ -66,14 +65,14 @@ func (p *Intents) Apply(ctx context.Context, b *projections.Batch) error {
 		default:
 			continue
 		}
-		if !strings.HasPrefix(e.StreamID, "inquiry-") {
+		if !eventstore.KindInquiry.Of(e.StreamID) {
 			continue
 		}
 		m, err := eventstore.DecodeMetadata(e.Metadata)
 		if err != nil {
 			return fmt.Errorf("%s: metadata: %w", e.StreamID, err)
 		}
-		id, ok := eventstore.StreamInquiry("inquiry", e.StreamID, m.TenantID)
+		id, ok := eventstore.StreamInquiry(eventstore.KindInquiry, e.StreamID, m.TenantID)
 		if !ok {
 			return fmt.Errorf("%s: stream does not belong to tenant %q", e.StreamID, m.TenantID)
 		}

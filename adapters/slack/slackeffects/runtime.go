@@ -484,5 +484,5 @@ func (r *Runtime) Exclusive(ctx context.Context, key string, write func() error)
 
 // LegacyStream names an inquiry's combined thread and List stream of earlier versions.
 func LegacyStream(tenant domain.TenantID, id domain.InquiryID) string {
-	return "slackproj-" + string(tenant) + "-" + string(id)
+	return eventstore.KindSlackProjection.Stream(tenant, string(id))
 }

@@ -39,7 +39,9 @@ type SlackInstallLinkIssued struct {
 }
 
 // InstallationStream names a tenant's installation audit stream.
-func InstallationStream(tenant domain.TenantID) string { return "installation-" + string(tenant) }
+func InstallationStream(tenant domain.TenantID) string {
+	return eventstore.KindInstallation.Tenant(tenant)
+}
 
 // AppendEvent appends one event to a Slack stream. It is the one writer of Slack events
 // (installation audit here; effect events through slackeffects): the event id is derived from

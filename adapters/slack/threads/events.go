@@ -52,11 +52,11 @@ type SlackThreadDeleteProgress struct {
 }
 
 // StreamKind is the kind of an inquiry's thread stream, slackthread-{tenant}-{inquiry}.
-const StreamKind = "slackthread"
+const StreamKind = eventstore.KindSlackThread
 
 // Stream names an inquiry's thread stream.
 func Stream(tenant domain.TenantID, id domain.InquiryID) string {
-	return StreamKind + "-" + string(tenant) + "-" + string(id)
+	return StreamKind.Stream(tenant, string(id))
 }
 
 // IsThreadEvent reports a thread event type (the thread family of a combined legacy stream).

@@ -80,13 +80,13 @@ func (p *Intents) Apply(ctx context.Context, b *projections.Batch) error {
 	rootTS := map[threadKey]string{} // the root each mapping names after this batch's thread events
 	var order []threadKey
 	for _, e := range b.Events {
-		kind := ""
+		var kind eventstore.StreamKind
 		switch {
-		case strings.HasPrefix(e.StreamID, "inquiry-"):
-		case strings.HasPrefix(e.StreamID, StreamKind+"-"):
+		case eventstore.KindInquiry.Of(e.StreamID):
+		case StreamKind.Of(e.StreamID):
 			kind = StreamKind
-		case strings.HasPrefix(e.StreamID, "slackproj-") && IsThreadEvent(e.Type):
-			kind = "slackproj"
+		case eventstore.KindSlackProjection.Of(e.StreamID) && IsThreadEvent(e.Type):
+			kind = eventstore.KindSlackProjection
 		default:
 			continue
 		}
@@ -94,8 +94,8 @@ func (p *Intents) Apply(ctx context.Context, b *projections.Batch) error {
 		if err != nil {
 			return fmt.Errorf("%s: metadata: %w", e.StreamID, err)
 		}
-		if strings.HasPrefix(e.StreamID, "inquiry-") {
-			id, ok := eventstore.StreamInquiry("inquiry", e.StreamID, m.TenantID)
+		if eventstore.KindInquiry.Of(e.StreamID) {
+			id, ok := eventstore.StreamInquiry(eventstore.KindInquiry, e.StreamID, m.TenantID)
 			if !ok {
 				return fmt.Errorf("%s: stream does not belong to tenant %q", e.StreamID, m.TenantID)
 			}
