@@ -618,8 +618,8 @@ func (r *Runner) subscribe(ctx context.Context, l *lease, gen Generation) error 
 			p.applied, p.waited = make(chan struct{}), new(time.Duration)
 		}
 		if prep != nil {
-			if v, perr := prep.Prepare(evs); perr == nil {
-				p.prepared = v // on failure Apply prepares again, and the failing stream parks
+			if v, perr := prepareSafely(prep, evs); perr == nil {
+				p.prepared = v // on failure (or a panic) Apply prepares again, and the failing stream parks
 			}
 		}
 		select {
@@ -703,6 +703,10 @@ func (r *Runner) applyBatch(ctx context.Context, l *lease, gen Generation, name 
 	}
 	parked, err := r.applyTx(ctx, l, gen, name, p, renew, nil)
 	if failed := (*batchFailure)(nil); errors.As(err, &failed) {
+		if hp := (*handlerPanic)(nil); errors.As(failed, &hp) {
+			r.Logger.Error("projection handler panicked; applying the batch event by event to park the failing stream",
+				"projection", r.Projection.Name(), "panic", fmt.Sprint(hp.value), "stack", string(hp.stack))
+		}
 		parked, err = r.applyTx(ctx, l, gen, name, p, renew, failed)
 	}
 	if errors.Is(err, ErrLeaseLost) || errors.Is(err, errGenerationChanged) {
