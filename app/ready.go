@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/casebook/casebook/eventstore"
+	"github.com/casebook/casebook/internal/coalesce"
 	"github.com/casebook/casebook/internal/sqldb"
 	"github.com/casebook/casebook/projections"
 )
@@ -42,6 +43,7 @@ type readiness struct {
 	turn     uint64
 	turnSeen time.Time
 	subs     map[string]progressSeen
+	probes   coalesce.Group[struct{}, struct{}] // the Postgres writer probes
 }
 
 type progressSeen struct {
@@ -132,9 +134,20 @@ func (a *App) writerReady(now time.Time) string {
 
 // probePostgresWriter begins a transaction and takes the lock an append takes on the events table
 // (ROW EXCLUSIVE; KurrentDB mode has no such table), each within writerProbeTimeout, then rolls
-// back: it writes nothing.
+// back: it writes nothing. Concurrent callers (a burst of /readyz requests) share one probe that
+// began after they asked, so a caller may wait for the probe in flight and then its own.
 func (a *App) probePostgresWriter() string {
-	ctx, cancel := context.WithTimeout(context.Background(), writerProbeTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*writerProbeTimeout)
+	defer cancel()
+	_, err := a.ready.probes.Do(ctx, struct{}{}, a.probeWriter)
+	if err == nil {
+		return ""
+	}
+	return fmt.Sprintf("writer stuck: a probe transaction could not take the appends' lock within %s: %v", writerProbeTimeout, err)
+}
+
+func (a *App) probeWriter(ctx context.Context) (struct{}, error) {
+	ctx, cancel := context.WithTimeout(ctx, writerProbeTimeout)
 	defer cancel()
 	errProbe := errors.New("probe done") // rolls the probe back
 	err := sqldb.InTx(ctx, a.DB, func(tx *sql.Tx) error {
@@ -151,7 +164,7 @@ func (a *App) probePostgresWriter() string {
 		return errProbe
 	})
 	if errors.Is(err, errProbe) {
-		return ""
+		return struct{}{}, nil
 	}
-	return fmt.Sprintf("writer stuck: a probe transaction could not take the appends' lock within %s: %v", writerProbeTimeout, err)
+	return struct{}{}, err
 }
