@@ -47,7 +47,8 @@ type Projection interface {
 	Setup(ctx context.Context, db *sqldb.DB, gen Generation) error
 	// Apply writes the effect of b.Events inside b.Tx. It must be idempotent: an event may be
 	// delivered again after a crash. An error fails the batch; the runtime then applies the
-	// events one by one to find and park the failing stream.
+	// events one by one to find and park the failing stream. A panic counts as an error whose
+	// message is "panic: <value>".
 	Apply(ctx context.Context, b *Batch) error
 }
 
@@ -95,7 +96,8 @@ func finalize(ctx context.Context, db *sqldb.DB, p Projection, gen Generation) e
 }
 
 // Preparer is implemented by projections with per-batch work that needs no transaction (decoding).
-// The runtime prepares the next batch while the previous one's transaction runs.
+// The runtime prepares the next batch while the previous one's transaction runs; when Prepare
+// fails or panics, Apply prepares again (PreparedOf), where the failure parks the stream.
 type Preparer interface {
 	Prepare(evs []eventstore.RecordedEvent) (any, error)
 }
