@@ -104,8 +104,8 @@ func TestOneTenantsPanicStopsNoOther(t *testing.T) {
 		if jobs, err := b.a.DueJobs.List(ctx, good, duejobs.ListFilter{Inquiry: g3, State: duejobs.StatePending}); err != nil || len(jobs) == 0 {
 			t.Fatalf("acme's intake after the panics has no SLA jobs (%v)", err)
 		}
-		if st := b.a.Schedules().Status(); st.Parked != 2 || !st.CaughtUp {
-			t.Fatalf("schedules status = %+v, want caught up with globex's 2 streams parked", st)
+		if st := b.a.Schedules().Status(); st.Parked != 2 {
+			t.Fatalf("schedules status = %+v, want globex's 2 streams parked", st)
 		}
 	})
 }
