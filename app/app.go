@@ -161,6 +161,8 @@ type App struct {
 	closers []func() error
 	// heads shares the log's head among concurrent consistent reads (committedHead).
 	heads coalesce.Group[struct{}, eventstore.Position]
+	// ready keeps what Ready saw before: how long the writer lane and the subscribers have not moved.
+	ready readiness
 }
 
 // DBFile is the embedded database's file name inside the data directory.
@@ -369,27 +371,6 @@ func (a *App) committedHead(ctx context.Context) (eventstore.Position, error) {
 
 // QueryModel returns the query-model runner.
 func (a *App) QueryModel() *projections.Runner { return a.Runners[0] }
-
-// MaxReadyLag is the age of the oldest unapplied event past which a subscriber counts as stalled.
-const MaxReadyLag = 60 * time.Second
-
-// Ready reports whether every subscriber can serve: it has caught up with the log since it started
-// (a projection rebuilding from scratch is not ready), its generation matches the code's version,
-// and it is not stalled.
-func (a *App) Ready() error {
-	for _, r := range a.Runners {
-		st := r.Status()
-		switch {
-		case st.State == projections.StateRebuildRequired:
-			return fmt.Errorf("projection %s needs a rebuild (stored version %d, code version %d)", st.Name, st.Version, st.CodeVersion)
-		case !st.EverCaughtUp:
-			return fmt.Errorf("projection %s is catching up", st.Name)
-		case st.LagSeconds > MaxReadyLag.Seconds():
-			return fmt.Errorf("projection %s is stalled %.0fs behind", st.Name, st.LagSeconds)
-		}
-	}
-	return nil
-}
 
 // Handler returns the HTTP API; it serves /metrics too unless Config.MetricsAddr is set.
 func (a *App) Handler() http.Handler {

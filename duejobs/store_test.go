@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/url"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -394,6 +396,47 @@ func TestReviewedManualRecovery(t *testing.T) {
 		}
 		if list, _ := b.store.List(t.Context(), "t2", duejobs.ListFilter{}); len(list) != 0 {
 			t.Fatalf("another tenant sees %d jobs", len(list))
+		}
+	})
+}
+
+// TestPanickingJobFailsAlone: a job whose firing panics fails (pending again with backoff, its
+// error "panic: …" in its state and history) while the other jobs of the same tick fire, and the
+// ticker goes on ticking.
+func TestPanickingJobFailsAlone(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, db *sqldb.DB) {
+		b := setup(t, db)
+		b.schedule(t, 4, func(int) time.Time { return t0 }, 0)
+		tk := &duejobs.Ticker{Store: b.store, Owner: "w", Concurrency: 1, Backoff: func(int) time.Duration { return time.Minute },
+			Logger: slog.New(slog.DiscardHandler),
+			Fire: func(_ context.Context, j duejobs.Job) (string, error) {
+				if j.ID == "job-0001" {
+					panic("calendar cannot place " + j.ID)
+				}
+				return duejobs.OutcomeFired, nil
+			}}
+		res, err := tk.Tick(t.Context())
+		if err != nil || res.Claimed != 4 || res.Fired != 3 || res.Retried != 1 {
+			t.Fatalf("tick = %+v, %v; want 3 fired and 1 retried", res, err)
+		}
+		j, err := b.store.Get(t.Context(), "t1", "job-0001")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if j.State != duejobs.StatePending || j.LastError != "panic: calendar cannot place job-0001" {
+			t.Fatalf("panicking job = %+v", j)
+		}
+		h, err := b.store.History(t.Context(), "t1", "job-0001")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if last := h[len(h)-1]; last.Action != "failed" || !strings.Contains(last.Detail, "panic: calendar cannot place") {
+			t.Fatalf("history = %+v, want the failure with the panic", h)
+		}
+		b.clock.Advance(time.Minute)
+		if res, err := tk.Tick(t.Context()); err != nil || res.Claimed != 1 || res.Retried != 1 {
+			t.Fatalf("next tick = %+v, %v; want the panicking job retried", res, err)
 		}
 	})
 }

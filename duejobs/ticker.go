@@ -3,8 +3,10 @@ package duejobs
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"runtime/debug"
 	"sync"
 	"time"
 
@@ -152,7 +154,7 @@ func byInquiry(jobs []Job) [][]Job {
 
 func (t *Ticker) run(ctx context.Context, j Job, backoff func(int) time.Duration) TickResult {
 	var r TickResult
-	outcome, ferr := t.Fire(ctx, j)
+	outcome, ferr := t.fire(ctx, j)
 	var err error
 	if ferr == nil {
 		err = t.Store.Complete(ctx, j, outcome)
@@ -181,6 +183,20 @@ func (t *Ticker) run(ctx context.Context, j Job, backoff func(int) time.Duration
 		t.logger().Error("due job outcome not recorded; the claim expires and the job runs again", "job_id", j.ID, "err", err)
 	}
 	return r
+}
+
+// fire is t.Fire with a panic returned as a retryable error, "panic: <value>" (the stack goes to
+// the log): one job's bug fails that job, visibly in its state and history, and backs off like
+// any failure until it is dead-lettered; the tick goes on with the other jobs.
+func (t *Ticker) fire(ctx context.Context, j Job) (outcome string, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			t.logger().Error("due job panicked", "job_id", j.ID, "tenant", string(j.Tenant), "kind", j.Kind,
+				"panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+			outcome, err = "", fmt.Errorf("panic: %v", v)
+		}
+	}()
+	return t.Fire(ctx, j)
 }
 
 // Run ticks every interval until ctx ends. A tick that claimed a full batch is followed at once by

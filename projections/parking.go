@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"strings"
 	"time"
 
@@ -56,7 +57,7 @@ func applyAll(ctx context.Context, p Projection, b *Batch, evs []eventstore.Reco
 	if len(evs) == 0 {
 		return nil
 	}
-	err := p.Apply(ctx, b.with(evs))
+	err := applySafely(ctx, p, b.with(evs))
 	if err != nil && ctx.Err() == nil {
 		return &batchFailure{err: err}
 	}
@@ -66,12 +67,12 @@ func applyAll(ctx context.Context, p Projection, b *Batch, evs []eventstore.Reco
 // applyEach applies evs one by one under savepoints after the batch failed with batchErr, and parks
 // each stream whose event fails; later events of a parked stream wait behind it. If every event of
 // a batch spanning several streams fails, the cause is taken to be the database, not the events,
-// and the batch fails instead. It returns how many streams it parked.
+// and the batch fails instead, unless every one of them panicked: a panic is the handler's. It returns how many streams it parked.
 func applyEach(ctx context.Context, p Projection, b *Batch, name string, evs []eventstore.RecordedEvent, batchErr error, now time.Time) (int, error) {
 	eager := *b
 	eager.eager = true // each event's statements run under its savepoint
 	b = &eager
-	failed, streams, parked := 0, map[string]bool{}, map[string]bool{}
+	failed, panicked, streams, parked := 0, 0, map[string]bool{}, map[string]bool{}
 	for _, e := range evs {
 		streams[e.StreamID] = true
 		if parked[e.StreamID] {
@@ -82,13 +83,16 @@ func applyEach(ctx context.Context, p Projection, b *Batch, name string, evs []e
 				return 0, err
 			}
 			failed++
+			if hp := (*handlerPanic)(nil); errors.As(err, &hp) {
+				panicked++
+			}
 			parked[e.StreamID] = true
 			if err := park(ctx, b.DB, b.q(), name, e, err, now); err != nil {
 				return 0, err
 			}
 		}
 	}
-	if failed == len(evs) && len(streams) > 1 {
+	if failed == len(evs) && len(streams) > 1 && panicked < failed {
 		return 0, batchErr
 	}
 	return len(parked), nil
@@ -99,13 +103,44 @@ func applyOne(ctx context.Context, p Projection, b *Batch, e eventstore.Recorded
 	if err := b.Savepoint(ctx, "one"); err != nil {
 		return err
 	}
-	if err := p.Apply(ctx, b.with([]eventstore.RecordedEvent{e})); err != nil {
+	if err := applySafely(ctx, p, b.with([]eventstore.RecordedEvent{e})); err != nil {
 		if rerr := b.RollbackTo(ctx, "one"); rerr != nil {
 			return errors.Join(err, rerr)
 		}
 		return err
 	}
 	return b.Exec(ctx, "RELEASE SAVEPOINT one")
+}
+
+// handlerPanic is a panic in a projection's Prepare or Apply, caught so that it fails the batch
+// like an error: the batch rolls back and its events are applied one by one, parking the stream
+// whose event panics, and the subscriber goes on. Its message is short and has no stack (it is
+// stored with the parked stream); the stack is logged.
+type handlerPanic struct {
+	value any
+	stack []byte
+}
+
+func (p *handlerPanic) Error() string { return fmt.Sprintf("panic: %v", p.value) }
+
+// applySafely is p.Apply with its panic returned as a *handlerPanic.
+func applySafely(ctx context.Context, p Projection, b *Batch) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = &handlerPanic{value: v, stack: debug.Stack()}
+		}
+	}()
+	return p.Apply(ctx, b)
+}
+
+// prepareSafely is p.Prepare with its panic returned as a *handlerPanic.
+func prepareSafely(p Preparer, evs []eventstore.RecordedEvent) (v any, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			v, err = nil, &handlerPanic{value: r, stack: debug.Stack()}
+		}
+	}()
+	return p.Prepare(evs)
 }
 
 func park(ctx context.Context, db *sqldb.DB, tx sqldb.Querier, name string, e eventstore.RecordedEvent, cause error, now time.Time) error {

@@ -47,7 +47,8 @@ type Projection interface {
 	Setup(ctx context.Context, db *sqldb.DB, gen Generation) error
 	// Apply writes the effect of b.Events inside b.Tx. It must be idempotent: an event may be
 	// delivered again after a crash. An error fails the batch; the runtime then applies the
-	// events one by one to find and park the failing stream.
+	// events one by one to find and park the failing stream. A panic counts as an error whose
+	// message is "panic: <value>".
 	Apply(ctx context.Context, b *Batch) error
 }
 
@@ -95,7 +96,8 @@ func finalize(ctx context.Context, db *sqldb.DB, p Projection, gen Generation) e
 }
 
 // Preparer is implemented by projections with per-batch work that needs no transaction (decoding).
-// The runtime prepares the next batch while the previous one's transaction runs.
+// The runtime prepares the next batch while the previous one's transaction runs; when Prepare
+// fails or panics, Apply prepares again (PreparedOf), where the failure parks the stream.
 type Preparer interface {
 	Prepare(evs []eventstore.RecordedEvent) (any, error)
 }
@@ -618,8 +620,8 @@ func (r *Runner) subscribe(ctx context.Context, l *lease, gen Generation) error 
 			p.applied, p.waited = make(chan struct{}), new(time.Duration)
 		}
 		if prep != nil {
-			if v, perr := prep.Prepare(evs); perr == nil {
-				p.prepared = v // on failure Apply prepares again, and the failing stream parks
+			if v, perr := prepareSafely(prep, evs); perr == nil {
+				p.prepared = v // on failure (or a panic) Apply prepares again, and the failing stream parks
 			}
 		}
 		select {
@@ -703,6 +705,10 @@ func (r *Runner) applyBatch(ctx context.Context, l *lease, gen Generation, name 
 	}
 	parked, err := r.applyTx(ctx, l, gen, name, p, renew, nil)
 	if failed := (*batchFailure)(nil); errors.As(err, &failed) {
+		if hp := (*handlerPanic)(nil); errors.As(failed, &hp) {
+			r.Logger.Error("projection handler panicked; applying the batch event by event to park the failing stream",
+				"projection", r.Projection.Name(), "panic", fmt.Sprint(hp.value), "stack", string(hp.stack))
+		}
 		parked, err = r.applyTx(ctx, l, gen, name, p, renew, failed)
 	}
 	if errors.Is(err, ErrLeaseLost) || errors.Is(err, errGenerationChanged) {

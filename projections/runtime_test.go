@@ -689,3 +689,72 @@ func TestQueuedOutputCommitsWithTheCheckpoint(t *testing.T) {
 		}
 	})
 }
+
+// panicking is probe whose Prepare and Apply panic on events whose data contains "panic": a bug
+// in a handler for one tenant's data, like a calendar computation that cannot terminate.
+type panicking struct{ *probe }
+
+func (p panicking) Prepare(evs []eventstore.RecordedEvent) (any, error) {
+	for _, e := range evs {
+		if strings.Contains(string(e.Data), "panic") {
+			panic("prepare cannot handle " + e.StreamID)
+		}
+	}
+	return nil, nil
+}
+
+func (p panicking) Apply(ctx context.Context, b *Batch) error {
+	for _, e := range b.Events {
+		if strings.Contains(string(e.Data), "panic") {
+			panic("apply cannot handle " + e.StreamID)
+		}
+	}
+	return p.probe.Apply(ctx, b)
+}
+
+// TestPanickingHandlerParksOnlyItsStream: a panic in Prepare or Apply neither stops the subscriber
+// nor fails the batch over and over: the batch rolls back, its events are applied one by one, the
+// streams whose events panic are parked with a short message ("panic: …", no stack), and the other
+// streams' events, in the same batch and after it, are applied. A batch of nothing but panicking
+// events of several streams parks them too (a panic is the handler's fault, not the database's).
+func TestPanickingHandlerParksOnlyItsStream(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, db *sqldb.DB) {
+		tb := newBundle(t, db)
+		p := panicking{&probe{}}
+		r := &Runner{Store: tb.store, DB: db, Projection: p, RetryDelay: time.Millisecond}
+		if err := r.Setup(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		tb.append(t, "inquiry-x1", "panic-x1")
+		tb.append(t, "inquiry-x2", "panic-x2")
+		run(t, r)
+		waitHead(t, r, tb.store)
+		tb.append(t, "inquiry-a", "a0")
+		tb.append(t, "inquiry-x3", "panic-x3")
+		tb.append(t, "inquiry-b", "b0")
+		waitHead(t, r, tb.store)
+		got := tb.seen(t)
+		for _, want := range []string{id("inquiry-a", "a0"), id("inquiry-b", "b0")} {
+			if got[want] != 1 {
+				t.Errorf("event %s applied %d times, want 1", want, got[want])
+			}
+		}
+		parked, err := ListParked(t.Context(), db, p, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(parked) != 3 {
+			t.Fatalf("parked = %+v, want the three panicking streams", parked)
+		}
+		for _, pk := range parked {
+			if !strings.HasPrefix(pk.Stream, "inquiry-x") || !strings.HasPrefix(pk.Error, "panic: ") ||
+				!strings.HasSuffix(pk.Error, "cannot handle "+pk.Stream) || strings.Contains(pk.Error, "goroutine") {
+				t.Errorf("parked %s with %q, want a short panic message naming it", pk.Stream, pk.Error)
+			}
+		}
+		if st := r.Status(); st.Parked != 3 {
+			t.Fatalf("status = %+v, want 3 parked", st)
+		}
+	})
+}

@@ -152,3 +152,30 @@ func TestCountAfterReadsTheSequence(t *testing.T) {
 		}
 	}
 }
+
+// TestPanicInAppendReachesItsCaller: a panic while an append's transaction runs (here a
+// companion's Values) is raised in that append's caller, not on the group commit's writer
+// goroutine (which would end the process); the append stores nothing and the next append commits.
+func TestPanicInAppendReachesItsCaller(t *testing.T) {
+	t.Parallel()
+	db, s := eventstoretest.SQLite(t)
+	if _, err := db.ExecContext(t.Context(), `CREATE TABLE side (stream TEXT NOT NULL)`); err != nil {
+		t.Fatal(err)
+	}
+	ctx := eventstore.WithCompanion(t.Context(), &eventstore.Companion{Handle: db.CompanionHandle(), Table: "side", Columns: []string{"stream"},
+		Values: func(stream string) []any { panic("cannot derive a row for " + stream) }})
+	recovered := func() (v any) {
+		defer func() { v = recover() }()
+		_, _ = s.Append(ctx, "s-bad", eventstore.NoStream(), eventstoretest.Events("a", 1))
+		return nil
+	}()
+	if recovered != "cannot derive a row for s-bad" {
+		t.Fatalf("the append's caller recovered %v, want the companion's panic", recovered)
+	}
+	if _, err := s.Append(t.Context(), "s-good", eventstore.NoStream(), eventstoretest.Events("b", 1)); err != nil {
+		t.Fatalf("the next append: %v", err)
+	}
+	if evs, err := s.ReadStream(t.Context(), "s-bad", 0, 0); err != nil || len(evs) != 0 {
+		t.Fatalf("the panicking append stored %d events (%v), want none", len(evs), err)
+	}
+}

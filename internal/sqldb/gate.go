@@ -36,6 +36,8 @@ type gate struct {
 	lastLow    bool             // the current turn is a replayable writer's
 	lastUrgent bool             // the last replayable turn was an urgent writer's
 	now        func() time.Time // the clock waits are measured with (tests replace it)
+	turns      uint64           // turns begun: moves whenever a writer takes the gate
+	turnAt     time.Time        // when the current turn began
 }
 
 // passOverFor is how long durable writers may go ahead of the oldest waiting replayable one.
@@ -65,6 +67,7 @@ func (g *gate) enter(ctx context.Context, low, urgent bool) (contended bool, err
 	g.mu.Lock()
 	if !g.held {
 		g.held, g.lastLow = true, low
+		g.turns, g.turnAt = g.turns+1, g.clock()
 		g.mu.Unlock()
 		return false, nil
 	}
@@ -114,5 +117,39 @@ func (g *gate) leave() {
 		g.held = false
 		return
 	}
+	g.turns, g.turnAt = g.turns+1, g.clock()
 	close(next.ready)
+}
+
+// lane reports the gate's state now (see WriterLane).
+func (g *gate) lane() WriterLane {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	l := WriterLane{Held: g.held, Turn: g.turns, Waiting: len(g.high) + len(g.low)}
+	if g.held {
+		l.HeldFor = g.clock().Sub(g.turnAt)
+	}
+	return l
+}
+
+// WriterLane is the state of a SQLite file's writer gate, shared by this process's handles on the
+// file: what a readiness check reads to tell a writer lane that moves from one that is stuck.
+type WriterLane struct {
+	// Held reports whether a write transaction (or a checkpoint that needs the lane) holds it.
+	Held bool
+	// Turn counts the turns begun since the process opened the file: it moves whenever another
+	// writer takes the lane, so an unchanged Turn while Held is one holder all along.
+	Turn uint64
+	// HeldFor is how long the current turn has lasted (zero when not held).
+	HeldFor time.Duration
+	// Waiting is how many writers wait for the lane.
+	Waiting int
+}
+
+// WriterLane reports db's writer gate now; the zero WriterLane on Postgres, which has no gate.
+func (db *DB) WriterLane() WriterLane {
+	if db.writers == nil {
+		return WriterLane{}
+	}
+	return db.writers.lane()
 }

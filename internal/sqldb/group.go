@@ -140,7 +140,8 @@ func (db *DB) groupOf() *group {
 // on the writer's goroutine with ctx's values but without its cancellation (ending one caller must
 // not abort the others' transaction); it must not start another transaction on the same file. When
 // ctx ends while the call is still queued, Group returns ctx.Err() and fn never runs; once taken,
-// the call's outcome is awaited.
+// the call's outcome is awaited. A panic in fn fails fn's call like an error, and is raised again
+// in Group's caller once the batch has ended.
 func Group(ctx context.Context, db *DB, fn func(context.Context, *Tx) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -154,16 +155,36 @@ func Group(ctx context.Context, db *DB, fn func(context.Context, *Tx) error) err
 		go g.run(db)
 	}
 	g.mu.Unlock()
+	var err error
 	select {
-	case err := <-me.done:
-		return err
+	case err = <-me.done:
 	case <-ctx.Done():
+		if Withdraw(&g.mu, &g.queue, me) {
+			g.Abandoned()
+			return ctx.Err()
+		}
+		err = <-me.done // taken: its transaction is under way
 	}
-	if Withdraw(&g.mu, &g.queue, me) {
-		g.Abandoned()
-		return ctx.Err()
+	if p := (*callPanic)(nil); errors.As(err, &p) {
+		panic(p.value) // fn's panic, on its caller's goroutine, after its writes were rolled back
 	}
-	return <-me.done // taken: its transaction is under way
+	return err
+}
+
+// callPanic carries a Group call's panic from the writer's goroutine to the caller's.
+type callPanic struct{ value any }
+
+func (p *callPanic) Error() string { return fmt.Sprintf("panic: %v", p.value) }
+
+// call runs c.fn, turning a panic into a *callPanic: the writer goroutine serves every caller and
+// must outlive one call's bug.
+func (c *groupCall) call(tx *Tx) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = &callPanic{value: v}
+		}
+	}()
+	return c.fn(c.ctx, tx)
 }
 
 // Withdraw removes item from *queue, which mu guards, if it is still there, and reports whether it
@@ -215,7 +236,7 @@ func (g *group) write(db *DB) {
 		errs = make([]error, len(batch))
 		for i, c := range batch {
 			if !savepoints {
-				if errs[i] = c.fn(c.ctx, tx); errs[i] != nil {
+				if errs[i] = c.call(tx); errs[i] != nil {
 					return errRetryWithSavepoints
 				}
 				continue
@@ -223,7 +244,7 @@ func (g *group) write(db *DB) {
 			if _, err := tx.ExecContext(c.ctx, "SAVEPOINT casebook_group"); err != nil {
 				return fmt.Errorf("group commit: savepoint: %w", err)
 			}
-			if errs[i] = c.fn(c.ctx, tx); errs[i] != nil {
+			if errs[i] = c.call(tx); errs[i] != nil {
 				if _, err := tx.ExecContext(c.ctx, "ROLLBACK TO SAVEPOINT casebook_group"); err != nil {
 					return fmt.Errorf("group commit: roll back to savepoint: %w", err)
 				}

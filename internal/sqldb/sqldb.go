@@ -300,7 +300,9 @@ func migrateOne(ctx context.Context, db *DB, component string, m Migration) erro
 }
 
 // InTx runs fn in a transaction and commits it when fn returns nil. On SQLite, transactions of this
-// process on the same file run one at a time; fn must not start another InTx on that file.
+// process on the same file run one at a time; fn must not start another InTx on that file. A
+// panic in fn rolls the transaction back and frees its connection and the writer gate before it
+// propagates.
 func InTx(ctx context.Context, db *DB, fn func(*sql.Tx) error) error {
 	return InConnTx(ctx, db, func(tx *Tx) error { return fn(tx.Tx) })
 }
@@ -350,8 +352,19 @@ func InConnTx(ctx context.Context, db *DB, fn func(*Tx) error) error {
 	if err != nil {
 		return err
 	}
+	// A panic (or runtime.Goexit) in fn rolls the transaction back before conn.Close, which would
+	// otherwise wait for the open transaction for ever, holding the connection, SQLite's write
+	// lock and the writer gate; the panic then goes on to the caller.
+	ended := false
+	defer func() {
+		if !ended {
+			_ = tx.Rollback()
+		}
+	}()
 	t := &Tx{Tx: tx, conn: conn, db: db, waited: waited}
-	if err := fn(t); err != nil {
+	err = fn(t)
+	ended = true
+	if err != nil {
 		_ = tx.Rollback()
 		t.pages = db.countPages(conn, true)
 		return err

@@ -270,7 +270,7 @@ func (r *Reconciler) Run(ctx context.Context, tenant domain.TenantID, list strin
 		return rep, err
 	}
 	x := &run{r: r, c: c, api: api, key: in.Key, lease: l, rep: &rep, budget: b, dry: dryRun}
-	if err := x.sweep(ctx); err != nil {
+	if err := x.sweepContained(ctx); err != nil {
 		rep.Error = err.Error()
 		if rep.Stopped == "" {
 			rep.Stopped = StopError
@@ -284,6 +284,18 @@ func (r *Reconciler) Run(ctx context.Context, tenant domain.TenantID, list strin
 		}
 	}
 	return rep, nil
+}
+
+// sweepContained is sweep with a panic returned as its error, "panic: <value>": the run records
+// it in the List's report like any sweep error (and releases its lease), and a periodic sweep goes
+// on with the other Lists.
+func (x *run) sweepContained(ctx context.Context) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = fmt.Errorf("panic: %v", v)
+		}
+	}()
+	return x.sweep(ctx)
 }
 
 func (x *run) stop(reason string) {

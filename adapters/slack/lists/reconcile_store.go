@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/casebook/casebook/domain"
+	"github.com/casebook/casebook/internal/sqldb"
 )
 
 // reconcileDDL adds the reconciler's tables: per List one run lease (owner, expiry, fence) and the
@@ -233,21 +234,19 @@ func (s *Store) quarantineOnce(ctx context.Context, tenant domain.TenantID, list
 }
 
 // setEvicted replaces the List's evicted inquiries: the sync worker creates no row for them.
+// Its transaction goes through sqldb.InTx: the SQLite writer gate, and a rollback on panic.
 func (s *Store) setEvicted(ctx context.Context, tenant domain.TenantID, list string, ids []domain.InquiryID) error {
-	tx, err := s.DB.BeginTx(ctx, nil)
-	if err != nil {
-		return err
-	}
-	defer func() { _ = tx.Rollback() }()
-	if _, err := tx.ExecContext(ctx, s.DB.Rebind(`DELETE FROM slack_list_evicted WHERE tenant_id = ? AND list_id = ?`), tenant, list); err != nil {
-		return err
-	}
-	for _, id := range ids {
-		if _, err := tx.ExecContext(ctx, s.DB.Rebind(`INSERT INTO slack_list_evicted (tenant_id, list_id, inquiry_id) VALUES (?, ?, ?)`), tenant, list, id); err != nil {
+	return sqldb.InTx(ctx, s.DB, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, s.DB.Rebind(`DELETE FROM slack_list_evicted WHERE tenant_id = ? AND list_id = ?`), tenant, list); err != nil {
 			return err
 		}
-	}
-	return tx.Commit()
+		for _, id := range ids {
+			if _, err := tx.ExecContext(ctx, s.DB.Rebind(`INSERT INTO slack_list_evicted (tenant_id, list_id, inquiry_id) VALUES (?, ?, ?)`), tenant, list, id); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 }
 
 // evicted reports whether the last complete sweep evicted the inquiry from the List's working set.

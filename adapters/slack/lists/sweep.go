@@ -88,7 +88,7 @@ func (r *Reconciler) Loop(ctx context.Context, tick time.Duration, log *slog.Log
 		}
 		for _, rep := range reps {
 			if !rep.Complete {
-				log.Info("list reconcile incomplete", "tenant", rep.Tenant, "list", rep.List, "stopped", rep.Stopped)
+				log.Info("list reconcile incomplete", "tenant", rep.Tenant, "list", rep.List, "stopped", rep.Stopped, "error", rep.Error)
 			}
 		}
 	}

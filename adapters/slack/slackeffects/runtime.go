@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime/debug"
 	"sort"
 	"sync"
 	"time"
@@ -330,9 +331,12 @@ func run[A Args](ctx context.Context, r *Runtime, a A, k Kind[A]) error {
 	return r.execute(ctx, a.Kind(), func(ctx context.Context) (*Plan, error) { return k.Plan(ctx, a) })
 }
 
-// execute is every job's path: plan, debounce, guard, call, classify, record health.
+// execute is every job's path: plan, debounce, guard, call, classify, record health. A panic in
+// the kind's Plan fails the job like an error; one in its Do (render or call) is a failure of
+// unknown outcome, recorded in the target's health; both are retried with backoff and end as dead
+// letters. (River recovers a worker's panic too, but without the runtime's bookkeeping.)
 func (r *Runtime) execute(ctx context.Context, kind string, plan func(context.Context) (*Plan, error)) error {
-	p, err := plan(ctx)
+	p, err := r.contain(kind, func() (*Plan, error) { return plan(ctx) })
 	if err != nil || p == nil {
 		return err
 	}
@@ -347,7 +351,7 @@ func (r *Runtime) execute(ctx context.Context, kind string, plan func(context.Co
 	if wait > 0 {
 		return Snooze(wait)
 	}
-	if err := p.Do(ctx, r.Install.Client(p.Installation)); err != nil {
+	if _, err := r.contain(kind, func() (*Plan, error) { return nil, p.Do(ctx, r.Install.Client(p.Installation)) }); err != nil {
 		return r.fail(ctx, p, err)
 	}
 	ctx = context.WithoutCancel(ctx) // the outcome is recorded even when the caller gave up
@@ -355,6 +359,17 @@ func (r *Runtime) execute(ctx context.Context, kind string, plan func(context.Co
 		return err
 	}
 	return r.health.success(ctx, p.Target)
+}
+
+// contain runs fn, returning its panic as an error "panic: <value>" (the stack goes to the log).
+func (r *Runtime) contain(kind string, fn func() (*Plan, error)) (p *Plan, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			r.cfg.Logger.Error("slack effect panicked", "kind", kind, "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+			p, err = nil, fmt.Errorf("panic: %v", v)
+		}
+	}()
+	return fn()
 }
 
 // quarantineMark starts the error River records for a job the runtime cancelled as quarantined,
