@@ -118,3 +118,36 @@ func presentOnly(obj map[string]json.RawMessage, fields map[string]json.RawMessa
 	}
 	return out
 }
+
+// RedactErased is the redaction pass for one erased inquiry (an erasure's shredder, after its
+// key was destroyed): each event of its stream that holds personal members in clear (written
+// before they were sealed) is rewritten in place with "[erased]" in them, so the backend holds no
+// plaintext of them either. An inquiry whose key lives is left alone; on an immutable backend
+// (KurrentDB) nothing is rewritten, and reads erase those members instead. Running it twice is
+// harmless.
+func (s *Store) RedactErased(ctx context.Context, tenant domain.TenantID, id domain.InquiryID) error {
+	rw, ok := s.inner.(eventstore.Rewriter)
+	if !ok {
+		return nil
+	}
+	if _, err := s.keys.Get(ctx, tenant, id); !errors.Is(err, ErrErased) {
+		return err
+	}
+	stream := eventstore.InquiryStream(tenant, id)
+	var rep LegacyReport
+	for from := uint64(0); ; {
+		recs, err := s.inner.ReadStream(ctx, stream, from, legacyPage)
+		if err != nil {
+			return fmt.Errorf("redact %s: %w", stream, err)
+		}
+		for _, r := range recs {
+			if err := s.sealOne(ctx, rw, r, &rep); err != nil {
+				return fmt.Errorf("redact %s revision %d: %w", stream, r.Revision, err)
+			}
+			from = r.Revision + 1
+		}
+		if len(recs) < legacyPage {
+			return nil
+		}
+	}
+}
