@@ -147,6 +147,8 @@ type App struct {
 	// retention sweep to one replica (retention.go).
 	privacyIndex   *projections.Runner
 	retentionLease *projections.Lease
+	// scrub is the storage clean-up after erasures (scrub.go), run by Serve.
+	scrub *erasureScrub
 	// dueDecided, if set, runs between a due job's re-read of its inquiry and its append (tests).
 	dueDecided func(duejobs.Job)
 
@@ -404,7 +406,7 @@ func (a *App) Handler() http.Handler {
 // methods and status classes, and per-projection figures over the whole log.
 func (a *App) handlers() (api, metrics http.Handler) {
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), projectionCollector{a}, storageCollector{a}, dueCollector{a}, effectsCollector{a})
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), projectionCollector{a}, storageCollector{a}, dueCollector{a}, effectsCollector{a}, scrubCollector{a})
 	metrics = promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
 	s := &httpapi.Server{
 		Commands: a.audited(), Audit: a.Audit, Reader: a.Reader, Tenancy: a.Tenancy, QueryModel: a.QueryModel(),
@@ -477,6 +479,7 @@ func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 	}
 	wg.Go(func() { a.runListSweeps(subCtx) })
 	wg.Go(func() { a.runRetention(subCtx) })
+	wg.Go(func() { a.runScrubs(subCtx) })
 	if err := a.Effects.Start(subCtx); err != nil {
 		stopSubs()
 		wg.Wait()
