@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -385,4 +386,66 @@ func auditOutcomes(t *testing.T, a *app.App, tenant domain.TenantID, command str
 		t.Fatal(err)
 	}
 	return strings.Join(out, ",")
+}
+
+// TestInterruptedErasureListsNoAttachments: an erasure that crashes after destroying the data key
+// and before deleting the attachment rows (the failure injected into its last shredder) leaves
+// the rows, yet from then on, before any retry, the inquiry's detail lists no attachment (no
+// name, size or digest) and the download is 404; a retry of the erasure deletes the rows. SQLite
+// and Postgres.
+func TestInterruptedErasureListsNoAttachments(t *testing.T) {
+	t.Parallel()
+	for _, be := range apptest.Backends {
+		t.Run(be.Name, func(t *testing.T) {
+			t.Parallel()
+			a, base, _ := serveStoppable(t, be.Config(t))
+			ctx := t.Context()
+			ten, admin, adminTok, err := a.Tenancy.CreateTenant(ctx, "acme")
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, opTok, err := a.Tenancy.CreatePrincipal(ctx, "acme", "Olga", domain.RoleOperator, "support")
+			if err != nil {
+				t.Fatal(err)
+			}
+			id := apptest.Intake(t, a, ten.ID, "k1")
+			path := base + "/v1/inquiries/" + string(id)
+			fileBody := []byte("Interrupted-Attachment-Quince-5150")
+			att := upload(t, base, string(id), opTok, "Interrupted-Name-Medlar-4242.txt", fileBody)
+			before := call(t, "GET", path+"?consistent=true", adminTok, nil, "", 200)
+			if atts, _ := before["attachments"].([]any); len(atts) != 1 {
+				t.Fatalf("attachments before erasure = %v", before["attachments"])
+			}
+
+			crash := errors.New("injected crash after the key's destruction")
+			interrupted := *a.Commands
+			interrupted.Keys = commands.Shredders{a.Keys, commands.ShredFunc(func(context.Context, domain.TenantID, domain.InquiryID) error { return crash })}
+			target := commands.Target{Tenant: ten.ID, InquiryID: id, Actor: admin}
+			if _, err := interrupted.Erase(ctx, commands.Erase{Target: target}); !errors.Is(err, crash) {
+				t.Fatalf("interrupted erasure: %v", err)
+			}
+			if n, err := a.Attachments.Stored(ctx, ten.ID, id); err != nil || n != 1 {
+				t.Fatalf("rows after the interrupted erasure = %d %v, want 1 (not yet deleted)", n, err)
+			}
+			after := call(t, "GET", path+"?consistent=true", adminTok, nil, "", 200)
+			if atts, ok := after["attachments"].([]any); !ok || len(atts) != 0 {
+				t.Fatalf("attachments after the interrupted erasure = %v, want none", after["attachments"])
+			}
+			for _, s := range []string{"Medlar", att, `"size"`, `"sha256"`} {
+				if b, _ := json.Marshal(after); bytes.Contains(b, []byte(s)) {
+					t.Errorf("the detail after the interrupted erasure shows %q: %s", s, b)
+				}
+			}
+			if code, b := download(t, base, string(id), opTok, att); code != http.StatusNotFound || bytes.Contains(b, fileBody) {
+				t.Fatalf("download after the interrupted erasure = %d %q", code, b)
+			}
+
+			if _, err := a.Commands.Erase(ctx, commands.Erase{Target: target}); err != nil {
+				t.Fatalf("retried erasure: %v", err)
+			}
+			if n, err := a.Attachments.Stored(ctx, ten.ID, id); err != nil || n != 0 {
+				t.Fatalf("rows after the retried erasure = %d %v, want 0", n, err)
+			}
+		})
+	}
 }
