@@ -147,6 +147,8 @@ type App struct {
 	// retention sweep to one replica (retention.go).
 	privacyIndex   *projections.Runner
 	retentionLease *projections.Lease
+	// scrub is the storage clean-up after erasures (scrub.go), run by Serve.
+	scrub *erasureScrub
 	// dueDecided, if set, runs between a due job's re-read of its inquiry and its append (tests).
 	dueDecided func(duejobs.Job)
 
@@ -282,8 +284,10 @@ func (a *App) wire(ctx context.Context) error {
 	if a.Attachments, err = commands.NewAttachments(ctx, a.DB, a.Keys, a.Config.Now); err != nil {
 		return err
 	}
+	// The keys first: the attachments are unreadable from then on; then the inquiry's events
+	// written before their members were sealed, and the attachment rows.
 	a.Commands = &commands.Handler{Store: a.Store, Principals: ten, Secret: secret, Now: a.Config.Now, NewID: tenancy.NewID,
-		Keys: commands.Shredders{a.Keys, a.Attachments}} // the keys first: the attachments are unreadable from then on
+		Keys: commands.Shredders{a.Keys, commands.ShredFunc(a.redactErasedEvents), a.Attachments}}
 	a.Reader = &queries.Reader{DB: a.DB}
 	qm := &projections.Runner{Store: a.Store, DB: a.projDB, Projection: querymodel.New(), Logger: a.Config.Logger, Now: a.Config.Now,
 		Owner: a.owner, LeaseTTL: a.Config.LeaseTTL}
@@ -383,7 +387,7 @@ func (a *App) Handler() http.Handler {
 // methods and status classes, and per-projection figures over the whole log.
 func (a *App) handlers() (api, metrics http.Handler) {
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), projectionCollector{a}, storageCollector{a}, dueCollector{a}, effectsCollector{a})
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), projectionCollector{a}, storageCollector{a}, dueCollector{a}, effectsCollector{a}, scrubCollector{a})
 	metrics = promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
 	s := &httpapi.Server{
 		Commands: a.audited(), Audit: a.Audit, Reader: a.Reader, Tenancy: a.Tenancy, QueryModel: a.QueryModel(),
@@ -456,6 +460,7 @@ func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 	}
 	wg.Go(func() { a.runListSweeps(subCtx) })
 	wg.Go(func() { a.runRetention(subCtx) })
+	wg.Go(func() { a.runScrubs(subCtx) })
 	if err := a.Effects.Start(subCtx); err != nil {
 		stopSubs()
 		wg.Wait()

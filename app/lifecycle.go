@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/casebook/casebook/domain"
 	"github.com/casebook/casebook/eventstore"
 	"github.com/casebook/casebook/eventstore/sealed"
 	"github.com/casebook/casebook/internal/seal"
@@ -106,4 +107,16 @@ func (a *App) SealLegacy(ctx context.Context, from string) (sealed.LegacyReport,
 	return s.SealLegacy(ctx, pos, func(r sealed.LegacyReport) {
 		a.Config.Logger.Info("seal-legacy progress", "scanned", r.Scanned, "sealed", r.Sealed, "redacted", r.Redacted, "reached", r.Reached)
 	})
+}
+
+// redactErasedEvents rewrites an erased inquiry's events that still hold personal members in
+// clear (sealed.Store.RedactErased); a store that is not sealed has nothing to do.
+func (a *App) redactErasedEvents(ctx context.Context, tenant domain.TenantID, id domain.InquiryID) error {
+	s, ok := a.Store.(interface {
+		RedactErased(context.Context, domain.TenantID, domain.InquiryID) error
+	})
+	if !ok {
+		return nil
+	}
+	return s.RedactErased(ctx, tenant, id)
 }

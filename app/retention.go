@@ -61,7 +61,8 @@ type RetentionOptions struct {
 
 // wirePrivacy adds the privacy subscriber: the requester blind index and the retention index.
 func (a *App) wirePrivacy(ctx context.Context) error {
-	r := &projections.Runner{Store: a.Store, DB: a.projDB, Projection: &privacy.Projection{Index: a.Keys.BlindIndex},
+	a.scrub = newErasureScrub()
+	r := &projections.Runner{Store: a.Store, DB: a.projDB, Projection: &privacy.Projection{Index: a.Keys.BlindIndex, Erased: a.scrub.request},
 		Logger: a.Config.Logger, Now: a.Config.Now, Owner: a.owner, LeaseTTL: a.Config.LeaseTTL}
 	if err := r.Setup(ctx); err != nil {
 		return err

@@ -182,3 +182,88 @@ func TestErasureOnKurrentDB(t *testing.T) {
 	}
 	assertNoColumnHolds(t, a.DB, secrets, "")
 }
+
+// TestLegacyReasonsErased: reasons written in clear before they were sealed (a transition's, an
+// archive's, an unarchive's, a legal hold's placed and released) read as written while the
+// inquiry lives, and its erasure alone, with no seal-legacy run, rewrites them in the backend:
+// no raw event holds one afterwards and every read says "[erased]". SQLite and Postgres.
+func TestLegacyReasonsErased(t *testing.T) {
+	t.Parallel()
+	apptest.EachBackend(t, func(t *testing.T, cfg app.Config) {
+		cfg.Logger, cfg.DueTick, cfg.RetentionTick = slog.New(slog.DiscardHandler), -1, -1
+		a := apptest.Open(t, cfg)
+		ctx := t.Context()
+		ten, admin, op := apptest.TenantWithOperator(t, a, "acme")
+		var raw eventstore.Store
+		var err error
+		if a.DB.Dialect == sqldb.Postgres {
+			raw, err = postgres.New(ctx, a.DB.PgxPool(), postgres.Options{})
+		} else {
+			raw, err = sqlite.New(ctx, a.DB, sqlite.Options{})
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		legacy := *a.Commands
+		legacy.Store, legacy.Keys = raw, nil
+		res, err := legacy.Intake(ctx, commands.Intake{Tenant: ten, Source: domain.SourcePublicForm, IdempotencyKey: "old",
+			Requester: domain.Requester{Name: "Ada Lovelace", Email: "ada@example.com"}, Subject: "Invoice twice", Message: "Charged twice.", Category: "billing"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		id := res.InquiryID
+		reasons := []string{"Legacy-Waiting-Olive-7070", "Legacy-Archive-Plum-8080", "Legacy-Unarchive-Sage-9090", "Legacy-Hold-Teak-1212", "Legacy-Release-Yew-1313"}
+		on := func(as domain.Principal) commands.Target { return commands.Target{Tenant: ten, InquiryID: id, Actor: as} }
+		for _, step := range []func() (commands.Result, error){
+			func() (commands.Result, error) {
+				return legacy.Transition(ctx, commands.Transition{Target: on(op), To: domain.StatusTriaged, Priority: domain.PriorityNormal})
+			},
+			func() (commands.Result, error) {
+				return legacy.Transition(ctx, commands.Transition{Target: on(op), To: domain.StatusInProgress})
+			},
+			func() (commands.Result, error) {
+				return legacy.Transition(ctx, commands.Transition{Target: on(op), To: domain.StatusWaiting, Reason: reasons[0]})
+			},
+			func() (commands.Result, error) { return legacy.Archive(ctx, commands.Archive{Target: on(op), Reason: reasons[1]}) },
+			func() (commands.Result, error) { return legacy.Unarchive(ctx, commands.Unarchive{Target: on(op), Reason: reasons[2]}) },
+			func() (commands.Result, error) { return legacy.Hold(ctx, commands.Hold{Target: on(admin), Reason: reasons[3]}) },
+			func() (commands.Result, error) {
+				return legacy.Hold(ctx, commands.Hold{Target: on(admin), Release: true, Reason: reasons[4]})
+			},
+		} {
+			if _, err := step(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		stream := eventstore.InquiryStream(ten, id)
+		holds := func(s eventstore.Store) string {
+			t.Helper()
+			recs, err := s.ReadStream(ctx, stream, 0, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var all []byte
+			for _, r := range recs {
+				all = append(append(all, r.Data...), '\n')
+			}
+			return string(all)
+		}
+		for _, r := range reasons {
+			if !strings.Contains(holds(raw), r) || !strings.Contains(holds(a.Store), r) {
+				t.Fatalf("%q is not readable before erasure", r)
+			}
+		}
+		if _, err := a.Commands.Erase(ctx, commands.Erase{Target: on(admin)}); err != nil {
+			t.Fatal(err)
+		}
+		opened := holds(a.Store)
+		for _, r := range reasons {
+			if strings.Contains(holds(raw), r) || strings.Contains(opened, r) {
+				t.Errorf("%q is still held after erasure", r)
+			}
+		}
+		if n := strings.Count(opened, `"reason":"`+domain.Erased+`"`); n != len(reasons) {
+			t.Errorf("%d reasons read erased, want %d: %s", n, len(reasons), opened)
+		}
+	})
+}

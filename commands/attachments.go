@@ -335,19 +335,24 @@ func (a *Attachments) list(ctx context.Context, tenant domain.TenantID, inquiry 
 	if err := rows.Err(); err != nil {
 		return nil, err
 	}
-	var dk *sealed.DataKey
+	if len(out) == 0 {
+		return out, nil
+	}
+	// An erased inquiry has no attachments, also while rows its erasure has not deleted yet (an
+	// interrupted erasure) are left: not even their size or digest is listed.
+	dk, err := a.keys.Get(ctx, tenant, inquiry)
+	switch {
+	case errors.Is(err, sealed.ErrErased):
+		return []Attachment{}, nil
+	case err != nil:
+		return nil, err
+	}
 	for i, sn := range sealedNames {
 		if sn == nil {
 			continue
 		}
 		if dk == nil {
-			if dk, err = a.key(ctx, tenant, inquiry, false); errors.Is(err, domain.ErrErased) {
-				out[i].Name = domain.Erased
-				dk = nil
-				continue
-			} else if err != nil {
-				return nil, err
-			}
+			return nil, fmt.Errorf("attachment %s: sealed, but the inquiry has no data key", out[i].ID)
 		}
 		name, err := dk.Open(sn, attachmentAAD(tenant, inquiry, out[i].ID, "name"))
 		if err != nil {
@@ -375,15 +380,17 @@ func (a *Attachments) Get(ctx context.Context, tenant domain.TenantID, inquiry d
 		return Attachment{}, nil, err
 	}
 	at.CreatedAt = time.Unix(0, created).UTC()
-	if isSealed == 0 {
-		return at, data, nil
-	}
-	dk, err := a.key(ctx, tenant, inquiry, false)
-	if errors.Is(err, domain.ErrErased) {
+	dk, err := a.keys.Get(ctx, tenant, inquiry)
+	switch {
+	case errors.Is(err, sealed.ErrErased):
+		// Erased (interrupted before its rows were deleted): an unsealed row too is gone.
 		return Attachment{}, nil, fmt.Errorf("attachment: %w", domain.ErrNotFound)
-	}
-	if err != nil {
+	case err != nil:
 		return Attachment{}, nil, err
+	case isSealed == 0:
+		return at, data, nil
+	case dk == nil:
+		return Attachment{}, nil, fmt.Errorf("attachment %s: sealed, but the inquiry has no data key", at.ID)
 	}
 	name, err := dk.Open(sealedName, attachmentAAD(tenant, inquiry, at.ID, "name"))
 	if err != nil {

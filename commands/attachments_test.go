@@ -71,8 +71,9 @@ func newAttachments(t *testing.T, db *sqldb.DB) (*commands.Attachments, *sealed.
 
 // TestAttachmentsSealedAtRest: a file's bytes and name are stored sealed with the inquiry's data
 // key (no column holds either in clear) and read back opened; a row stored before sealing reads as
-// it is; once the key is destroyed a leftover row downloads as not found and lists as erased, a new
-// upload is refused, and Destroy deletes the rows (erasure). On SQLite and Postgres.
+// it is; once the key is destroyed, before any retry deletes them, leftover rows (sealed or not)
+// download as not found and are not listed at all (no name, size or digest), a new upload is
+// refused, and Destroy deletes the rows (erasure). On SQLite and Postgres.
 func TestAttachmentsSealedAtRest(t *testing.T) {
 	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, db *sqldb.DB) {
@@ -127,8 +128,17 @@ func TestAttachmentsSealedAtRest(t *testing.T) {
 		if _, _, err := a.Get(ctx, "t1", "i1", got[0].ID); !errors.Is(err, domain.ErrNotFound) {
 			t.Fatalf("get after the key's destruction: %v", err)
 		}
-		if list, err := a.List(ctx, "t1", "i1"); err != nil || len(list) != 2 || list[1].Name != domain.Erased && list[0].Name != domain.Erased {
-			t.Fatalf("list after the key's destruction = %+v %v", list, err)
+		if list, err := a.List(ctx, "t1", "i1"); err != nil || list == nil || len(list) != 0 {
+			t.Fatalf("list after the key's destruction = %+v %v, want none (no name, size or digest of a shredded file)", list, err)
+		}
+		if list, err := a.ListAddedBy(ctx, "t1", "i1", "p"); err != nil || len(list) != 0 {
+			t.Fatalf("list by its sender after the key's destruction = %+v %v, want none", list, err)
+		}
+		if _, _, err := a.Get(ctx, "t1", "i1", "att_legacy"); !errors.Is(err, domain.ErrNotFound) {
+			t.Fatalf("legacy get after the key's destruction: %v", err)
+		}
+		if n, err := a.Stored(ctx, "t1", "i1"); err != nil || n != 2 {
+			t.Fatalf("rows left by the interrupted erasure = %d %v, want 2 (a retry deletes them)", n, err)
 		}
 		if _, err := a.Add(ctx, "t1", "i1", "p", []commands.NewFile{{Name: "n", ContentType: "text/plain", Data: []byte("n")}}, commands.AttachmentLimits{}); !errors.Is(err, domain.ErrErased) {
 			t.Fatalf("upload to an erased inquiry: %v", err)

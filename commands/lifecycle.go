@@ -14,6 +14,14 @@ type Shredder interface {
 	Destroy(ctx context.Context, tenant domain.TenantID, id domain.InquiryID) error
 }
 
+// ShredFunc is a Shredder written as a function.
+type ShredFunc func(ctx context.Context, tenant domain.TenantID, id domain.InquiryID) error
+
+// Destroy implements Shredder.
+func (f ShredFunc) Destroy(ctx context.Context, tenant domain.TenantID, id domain.InquiryID) error {
+	return f(ctx, tenant, id)
+}
+
 // Shredders destroys with each in turn (the data keys first, then what was sealed with them);
 // the first error stops it, and an erasure retried completes the rest.
 type Shredders []Shredder

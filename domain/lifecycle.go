@@ -223,9 +223,15 @@ func (q *Inquiry) Erase(actor Principal, policy string) ([]Event, error) {
 	return []Event{InquiryErased{InquiryID: q.ID, Receipt: q.Receipt, Policy: policy}}, nil
 }
 
+// erasedText is what a personal free-text member reads once erased.
+var erasedText = json.RawMessage(`"` + Erased + `"`)
+
 // personalFields lists, per event type, the JSON members that hold personal data (FieldClasses:
-// requester.*, subject, message, note.body, follow_up.note), with what each reads once erased. The
-// storage layer seals exactly these members with the inquiry's data key.
+// requester.*, subject, message, note.body, follow_up.note) or free text a person typed (the
+// reason of a transition, an archive or unarchive, a legal hold placed or released: it may name
+// the requester or quote the inquiry), with what each reads once erased. The storage layer seals
+// exactly these members with the inquiry's data key. Members a machine writes (ids, statuses,
+// retention classes, an escalation's reason code) stay in clear.
 var personalFields = map[string]map[string]json.RawMessage{
 	"InquiryReceived": {
 		"requester": json.RawMessage(`{"name":"` + Erased + `","email":"` + Erased + `"}`),
@@ -234,8 +240,13 @@ var personalFields = map[string]map[string]json.RawMessage{
 		// A portal's id of its customer names the person as surely as an address does.
 		"external_id": json.RawMessage(`"` + Erased + `"`),
 	},
-	"NoteAdded":         {"body": json.RawMessage(`"` + Erased + `"`)},
-	"FollowUpScheduled": {"note": json.RawMessage(`"` + Erased + `"`)},
+	"NoteAdded":            {"body": erasedText},
+	"FollowUpScheduled":    {"note": erasedText},
+	"InquiryStatusChanged": {"reason": erasedText},
+	"InquiryArchived":      {"reason": erasedText},
+	"InquiryUnarchived":    {"reason": erasedText},
+	"LegalHoldPlaced":      {"reason": erasedText},
+	"LegalHoldReleased":    {"reason": erasedText},
 }
 
 // RedactJSON returns an event payload of type typ with each personal member reading as erased

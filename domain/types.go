@@ -132,7 +132,7 @@ var FieldClasses = map[string]Classification{
 	"subject":         Personal,
 	"message":         Personal,
 	"note.body":       Personal,
-	"reason":          Internal,
+	"reason":          Personal, // free text an operator typed: it may name or quote the requester
 	"due_at":          Internal,
 	"follow_up.note":  Personal,
 	"watchers":        Internal,

@@ -169,7 +169,8 @@ type Store interface {
 // Rewriter is implemented by backends whose own rows may be updated (SQLite, Postgres; not
 // KurrentDB, whose events are immutable): RewriteData replaces one event's data, only while it
 // still is old (compare and swap), and reports whether it did. Only the migration that seals
-// events written before sealing uses it; nothing else ever changes a recorded event.
+// events written before sealing, and an erasure redacting such events of its inquiry, use it;
+// nothing else ever changes a recorded event.
 type Rewriter interface {
 	RewriteData(ctx context.Context, stream string, revision uint64, old, data []byte) (bool, error)
 }

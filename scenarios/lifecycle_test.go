@@ -4,9 +4,12 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -63,7 +66,8 @@ func TestSlackArchiveAndErasureScenario(t *testing.T) {
 		t.Fatal(err)
 	}
 	srv := start(t, dir, "CASEBOOK_MASTER_KEY_FILE="+keyFile)
-	secrets := []string{"Zanzibar Quux", "zanzibar.q5519@example.net", "Subject-Ultramarine-6613", "Message-Vermilion-2290", "Note-Chartreuse-7741"}
+	secrets := []string{"Zanzibar Quux", "zanzibar.q5519@example.net", "Subject-Ultramarine-6613", "Message-Vermilion-2290", "Note-Chartreuse-7741",
+		"Archive-Reason-Mulberry-5920", "Unarchive-Reason-Pewter-6031"}
 	body := fmt.Sprintf(`{"name":%q,"email":%q,"subject":%q,"message":%q,"category":"billing"}`, secrets[0], secrets[1], secrets[2], secrets[3])
 	if status, _, err := srv.do("POST", "/v1/public/acme/inquiries", "", "form-erase-1", body); err != nil || status != 202 {
 		t.Fatalf("intake = %d %v", status, err)
@@ -109,7 +113,7 @@ func TestSlackArchiveAndErasureScenario(t *testing.T) {
 	}
 	version := func() string { return fmt.Sprint(detail()["version"]) }
 
-	if status, _, err := srv.doIfMatch("POST", path+"/archive", op.Token, version(), `{"reason":"answered by phone"}`); err != nil || status != 200 {
+	if status, _, err := srv.doIfMatch("POST", path+"/archive", op.Token, version(), `{"reason":"`+secrets[5]+`"}`); err != nil || status != 200 {
 		t.Fatalf("archive = %d %v", status, err)
 	}
 	eventually(t, "the row removed and the root marked archived", func() bool {
@@ -123,7 +127,7 @@ func TestSlackArchiveAndErasureScenario(t *testing.T) {
 	if status, _, _ := srv.doIfMatch("POST", path+"/unarchive", viewer.Token, version(), ""); status != 403 {
 		t.Fatalf("viewer unarchive = %d", status)
 	}
-	if status, _, err := srv.doIfMatch("POST", path+"/unarchive", op.Token, version(), `{"reason":"customer wrote again"}`); err != nil || status != 200 {
+	if status, _, err := srv.doIfMatch("POST", path+"/unarchive", op.Token, version(), `{"reason":"`+secrets[6]+`"}`); err != nil || status != 200 {
 		t.Fatalf("unarchive = %d %v", status, err)
 	}
 	eventually(t, "the row back after unarchive", func() bool { return len(fake.Rows(li.ID)) == 1 && slackState() == "synced" })
@@ -142,6 +146,38 @@ func TestSlackArchiveAndErasureScenario(t *testing.T) {
 			t.Errorf("the fake Slack still holds %q", s)
 		}
 	}
+	// While the server runs: once it reports the storage clean-up after the erasure (the first of
+	// this data directory, so the first one completed follows it), no file Casebook keeps there
+	// (the database, its -wal and -shm, the lock) holds a secret. This is the "10 s after the
+	// erasure answers" requirement, waited for on its cause rather than on the clock.
+	eventually(t, "the storage clean-up after the erasure", func() bool {
+		res, err := http.Get(srv.base + "/metrics")
+		if err != nil {
+			return false
+		}
+		defer res.Body.Close()
+		m, err := io.ReadAll(res.Body)
+		return err == nil && regexp.MustCompile(`(?m)^casebook_erasure_scrubs_total\{outcome="completed"\} [1-9]`).Match(m)
+	})
+	checked := 0
+	if err := filepath.WalkDir(dir, func(p string, e os.DirEntry, err error) error {
+		if err != nil || e.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		checked++
+		for _, s := range secrets {
+			if strings.Contains(string(b), s) {
+				t.Errorf("%s holds %q while the server runs, after the erasure's clean-up", p, s)
+			}
+		}
+		return nil
+	}); err != nil || checked == 0 {
+		t.Fatalf("data directory: %d files, %v", checked, err)
+	}
 	d := detail()
 	if d["erased"] != true || d["subject"] != domain.Erased {
 		t.Fatalf("detail after erasure = %v", d)
@@ -157,8 +193,13 @@ func TestSlackArchiveAndErasureScenario(t *testing.T) {
 	}
 	for i, it := range items {
 		e := it.(map[string]any)
-		if e["type"] != want[i] || e["actor"] == "" || e["occurred_at"] == "" || strings.Contains(fmt.Sprint(e["data"]), secrets[4]) {
+		if e["type"] != want[i] || e["actor"] == "" || e["occurred_at"] == "" {
 			t.Fatalf("timeline entry %d = %v", i, e)
+		}
+		for _, s := range secrets {
+			if strings.Contains(fmt.Sprint(e["data"]), s) {
+				t.Fatalf("timeline entry %d = %v shows %q", i, e, s)
+			}
 		}
 	}
 

@@ -1,6 +1,7 @@
 package sealed
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -117,4 +118,63 @@ func presentOnly(obj map[string]json.RawMessage, fields map[string]json.RawMessa
 		}
 	}
 	return out
+}
+
+// RedactErased is the redaction pass for one erased inquiry (an erasure's shredder, after its
+// key was destroyed): each event of its stream that holds a personal member in clear (written
+// before that member was sealed, beside a sealed member or not) is rewritten in place with
+// "[erased]" in it, so the backend holds no plaintext of it either. An inquiry whose key lives is
+// left alone; on an immutable backend (KurrentDB) nothing is rewritten, and reads erase those
+// members instead. Running it twice is harmless.
+func (s *Store) RedactErased(ctx context.Context, tenant domain.TenantID, id domain.InquiryID) error {
+	rw, ok := s.inner.(eventstore.Rewriter)
+	if !ok {
+		return nil
+	}
+	if _, err := s.keys.Get(ctx, tenant, id); !errors.Is(err, ErrErased) {
+		return err
+	}
+	stream := eventstore.InquiryStream(tenant, id)
+	for from := uint64(0); ; {
+		recs, err := s.inner.ReadStream(ctx, stream, from, legacyPage)
+		if err != nil {
+			return fmt.Errorf("redact %s: %w", stream, err)
+		}
+		for _, r := range recs {
+			if err := redactInPlace(ctx, rw, r); err != nil {
+				return fmt.Errorf("redact %s revision %d: %w", stream, r.Revision, err)
+			}
+			from = r.Revision + 1
+		}
+		if len(recs) < legacyPage {
+			return nil
+		}
+	}
+}
+
+// redactInPlace rewrites r with each personal member it holds in clear reading "[erased]".
+func redactInPlace(ctx context.Context, rw eventstore.Rewriter, r eventstore.RecordedEvent) error {
+	fields := domain.PersonalFields(r.Type)
+	if fields == nil {
+		return nil
+	}
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(r.Data, &obj); err != nil {
+		return fmt.Errorf("sealed: event data: %w", err)
+	}
+	clear := map[string]json.RawMessage{}
+	for f, v := range presentOnly(obj, fields) {
+		if !bytes.Equal(obj[f], v) {
+			clear[f] = v
+		}
+	}
+	if len(clear) == 0 {
+		return nil
+	}
+	data, err := Redact(obj, clear)
+	if err != nil {
+		return err
+	}
+	_, err = rw.RewriteData(ctx, r.StreamID, r.Revision, r.Data, data)
+	return err
 }

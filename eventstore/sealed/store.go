@@ -388,28 +388,29 @@ func object(ms []member, skip func(member) bool, extra []byte) []byte {
 	return append(b, '}')
 }
 
-// open returns recs with their personal members opened (a copy where any changed).
+// open returns recs with their personal members opened (a copy where any changed). An event
+// written before its type's members were sealed (no sealed member, personal members in clear:
+// older events, or free-text members sealed since) reads as written while its inquiry's key
+// lives, and with those members erased once the key is destroyed.
 func (s *Store) open(ctx context.Context, recs []eventstore.RecordedEvent) ([]eventstore.RecordedEvent, error) {
 	out := recs
 	for i, r := range recs {
 		fields := domain.PersonalFields(r.Type)
-		if fields == nil || !bytes.Contains(r.Data, []byte(`"`+sealedMember+`"`)) {
+		if fields == nil {
 			continue
 		}
-		tenant, id, ok, err := inquiryOf(r.StreamID, r.Metadata)
-		if err != nil || !ok {
-			if err == nil {
-				continue
-			}
-			return nil, err
+		var data []byte
+		var err error
+		if bytes.Contains(r.Data, []byte(`"`+sealedMember+`"`)) {
+			data, err = s.openOne(ctx, r, fields)
+		} else {
+			data, err = s.openLegacy(ctx, r, fields)
 		}
-		dk, err := s.keys.Get(ctx, tenant, id)
-		if err != nil && !errors.Is(err, ErrErased) {
-			return nil, err
-		}
-		data, err := openMembers(dk, r.Data, fields, aadOfEvent(r.StreamID, r.Type))
 		if err != nil {
-			return nil, fmt.Errorf("%s revision %d: %w", r.StreamID, r.Revision, err)
+			return nil, err
+		}
+		if data == nil {
+			continue
 		}
 		if &out[0] == &recs[0] {
 			out = append([]eventstore.RecordedEvent(nil), recs...)
@@ -419,41 +420,102 @@ func (s *Store) open(ctx context.Context, recs []eventstore.RecordedEvent) ([]ev
 	return out, nil
 }
 
+// openOne opens r's sealed members; nil when r needs no change.
+func (s *Store) openOne(ctx context.Context, r eventstore.RecordedEvent, fields map[string]json.RawMessage) ([]byte, error) {
+	tenant, id, ok, err := inquiryOf(r.StreamID, r.Metadata)
+	if err != nil || !ok {
+		return nil, err
+	}
+	dk, err := s.keys.Get(ctx, tenant, id)
+	if err != nil && !errors.Is(err, ErrErased) {
+		return nil, err
+	}
+	data, found, err := openFound(dk, r.Data, fields, aadOfEvent(r.StreamID, r.Type))
+	if err != nil {
+		return nil, fmt.Errorf("%s revision %d: %w", r.StreamID, r.Revision, err)
+	}
+	if !found {
+		return s.openLegacy(ctx, r, fields)
+	}
+	return data, nil
+}
+
+// openLegacy returns r, an event without a sealed member, with every personal member it holds in
+// clear erased when its inquiry's key was destroyed; nil when r needs no change.
+func (s *Store) openLegacy(ctx context.Context, r eventstore.RecordedEvent, fields map[string]json.RawMessage) ([]byte, error) {
+	var buf [16]member
+	ms, err := members(r.Data, buf[:0])
+	if err != nil {
+		return nil, fmt.Errorf("%s revision %d: %w", r.StreamID, r.Revision, err)
+	}
+	if !slices.ContainsFunc(ms, func(m member) bool { return mayName(m.key, fields) }) {
+		return nil, nil
+	}
+	tenant, id, ok, err := inquiryOf(r.StreamID, r.Metadata)
+	if err != nil || !ok {
+		return nil, err
+	}
+	if _, err := s.keys.Get(ctx, tenant, id); !errors.Is(err, ErrErased) {
+		return nil, err
+	}
+	data, err := redactClear(r.Data, fields)
+	if err != nil {
+		return nil, fmt.Errorf("%s revision %d: %w", r.StreamID, r.Revision, err)
+	}
+	return data, nil
+}
+
+// redactClear returns data with each personal member it holds reading as erased.
+func redactClear(data []byte, fields map[string]json.RawMessage) ([]byte, error) {
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(data, &obj); err != nil {
+		return nil, fmt.Errorf("sealed: event data: %w", err)
+	}
+	return Redact(obj, presentOnly(obj, fields))
+}
+
 // openMembers merges the sealed members back; with no key (destroyed) each reads as erased. The
 // result holds the other members as written, then the opened ones.
 func openMembers(dk *DataKey, data []byte, fields map[string]json.RawMessage, aad []byte) ([]byte, error) {
+	b, _, err := openFound(dk, data, fields, aad)
+	return b, err
+}
+
+// openFound is openMembers; found is false when data has no sealed member (data is returned as
+// it is).
+func openFound(dk *DataKey, data []byte, fields map[string]json.RawMessage, aad []byte) ([]byte, bool, error) {
 	var buf [16]member
 	ms, err := members(data, buf[:0])
 	if err != nil {
-		return nil, fmt.Errorf("sealed: event data: %w", err)
+		return nil, false, fmt.Errorf("sealed: event data: %w", err)
 	}
 	at := -1
 	for i, m := range ms {
 		if !plainKey(m.key) {
-			return openMembersSlow(dk, data, fields, aad)
+			return openFoundSlow(dk, data, fields, aad)
 		}
 		if string(m.key) == sealedMember {
 			at = i
 		}
 	}
 	if at < 0 {
-		return data, nil
+		return data, false, nil
 	}
 	if dk == nil {
-		return openMembersSlow(dk, data, fields, aad)
+		return openFoundSlow(dk, data, fields, aad)
 	}
 	b64, err := stringValue(ms[at])
 	if err != nil {
-		return nil, fmt.Errorf("sealed: sealed member: %w", err)
+		return nil, true, fmt.Errorf("sealed: sealed member: %w", err)
 	}
 	plain, err := openSealed(dk, b64, aad)
 	if err != nil {
-		return nil, err
+		return nil, true, err
 	}
 	if !json.Valid(plain) || plain[0] != '{' {
-		return nil, errors.New("sealed: sealed members: not a JSON object")
+		return nil, true, errors.New("sealed: sealed members: not a JSON object")
 	}
-	return object(ms, isSealed, plain), nil
+	return object(ms, isSealed, plain), true, nil
 }
 
 func isSealed(m member) bool { return string(m.key) == sealedMember }
@@ -469,34 +531,42 @@ func openSealed(dk *DataKey, b64 string, aad []byte) ([]byte, error) {
 // openMembersSlow is openMembers through a decoded map: for an erased inquiry, and for data
 // whose keys are written with escapes.
 func openMembersSlow(dk *DataKey, data []byte, fields map[string]json.RawMessage, aad []byte) ([]byte, error) {
+	b, _, err := openFoundSlow(dk, data, fields, aad)
+	return b, err
+}
+
+// openFoundSlow is openFound through a decoded map.
+func openFoundSlow(dk *DataKey, data []byte, fields map[string]json.RawMessage, aad []byte) ([]byte, bool, error) {
 	var obj map[string]json.RawMessage
 	if err := json.Unmarshal(data, &obj); err != nil {
-		return nil, fmt.Errorf("sealed: event data: %w", err)
+		return nil, false, fmt.Errorf("sealed: event data: %w", err)
 	}
 	raw, ok := obj[sealedMember]
 	if !ok {
-		return data, nil
+		return data, false, nil
 	}
 	delete(obj, sealedMember)
 	if dk == nil {
-		return Redact(obj, fields)
+		b, err := Redact(obj, fields)
+		return b, true, err
 	}
 	var b64 string
 	if err := json.Unmarshal(raw, &b64); err != nil {
-		return nil, fmt.Errorf("sealed: sealed member: %w", err)
+		return nil, true, fmt.Errorf("sealed: sealed member: %w", err)
 	}
 	plain, err := openSealed(dk, b64, aad)
 	if err != nil {
-		return nil, err
+		return nil, true, err
 	}
 	var personal map[string]json.RawMessage
 	if err := json.Unmarshal(plain, &personal); err != nil {
-		return nil, fmt.Errorf("sealed: sealed members: %w", err)
+		return nil, true, fmt.Errorf("sealed: sealed members: %w", err)
 	}
 	for f, v := range personal {
 		obj[f] = v
 	}
-	return json.Marshal(obj)
+	b, err := json.Marshal(obj)
+	return b, true, err
 }
 
 // Redact sets every personal member of obj to what it reads once erased and returns its JSON.

@@ -69,6 +69,9 @@ type Indexer func(tenant domain.TenantID, email string) string
 type Projection struct {
 	// Index computes the blind index entries are written under (the current master key's).
 	Index Indexer
+	// Erased, if set, is called when a batch holds an erasure, before it commits (again when the
+	// batch is retried or replayed): the storage clean-up after erasures starts from it.
+	Erased func()
 }
 
 var _ projections.Projection = (*Projection)(nil)
@@ -178,6 +181,9 @@ func (p *Projection) Prepare(evs []eventstore.RecordedEvent) (any, error) {
 		case domain.LegalHoldReleased:
 			u = update{`UPDATE {ret} SET held = 0 WHERE tenant_id = ? AND inquiry_id = ?`, []any{m.TenantID, id}}
 		case domain.InquiryErased:
+			if p.Erased != nil {
+				p.Erased()
+			}
 			out.updates = append(out.updates, update{`DELETE FROM {req} WHERE tenant_id = ? AND inquiry_id = ?`, []any{m.TenantID, id}})
 			u = update{`UPDATE {ret} SET erased_at = COALESCE(erased_at, ?) WHERE tenant_id = ? AND inquiry_id = ?`, []any{at, m.TenantID, id}}
 		default:
