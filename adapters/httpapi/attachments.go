@@ -8,6 +8,7 @@ import (
 	"errors"
 	"io"
 	"mime"
+	"mime/multipart"
 	"net/http"
 	"slices"
 	"strconv"
@@ -232,8 +233,7 @@ func (p partReader) Read(b []byte) (int, error) {
 // stagePart sniffs a file part's first 512 bytes (http.DetectContentType, the WHATWG algorithm;
 // the declared type is ignored), refuses a type outside AllowedAttachmentTypes or a name that
 // AttachmentFileName refuses (415), and streams the part into sealed storage within MaxFileBytes.
-func (s *Server) stagePart(ctx context.Context, p domain.Principal, part io.Reader, lim commands.AttachmentLimits) (commands.StagedFile, error) {
-	fp, _ := part.(interface{ FileName() string })
+func (s *Server) stagePart(ctx context.Context, p domain.Principal, part *multipart.Part, lim commands.AttachmentLimits) (commands.StagedFile, error) {
 	in := partReader{part}
 	head := make([]byte, 512)
 	n, err := io.ReadFull(in, head)
@@ -249,7 +249,7 @@ func (s *Server) stagePart(ctx context.Context, p domain.Principal, part io.Read
 	if !AllowedAttachmentTypes[base] {
 		return commands.StagedFile{}, &apiError{http.StatusUnsupportedMediaType, "attachment_type", "files of this type are not accepted (plain text, PDF, PNG, JPEG, GIF, WebP)"}
 	}
-	name, err := AttachmentFileName(fp.FileName(), ct)
+	name, err := AttachmentFileName(part.FileName(), ct)
 	if err != nil {
 		return commands.StagedFile{}, err
 	}
