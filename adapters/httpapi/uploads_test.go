@@ -151,51 +151,82 @@ func TestUploadTooLargeRecordsNothing(t *testing.T) {
 	}
 }
 
-// TestUploadConcurrencyLimit: with one upload per principal, a second upload while the first is
-// still streaming is 429 with Retry-After, on the operator route and on a portal intake; another
-// tenant is not held up; once the first finishes it is 201 and the next upload is accepted.
-func TestUploadConcurrencyLimit(t *testing.T) {
-	t.Parallel()
-	tb := setupWith(t, func(c *app.Config) { c.Uploads.ConcurrentPerPrincipal = 1 })
-	_, id := tb.submit(t, "conc-1")
+// holdUpload starts an upload of a file to id through h that stays in flight (the handler has
+// read its first bytes, so it holds its slots) until finish is called; finish returns its status.
+func holdUpload(t *testing.T, h http.Handler, token, id string) (finish func() int) {
+	t.Helper()
 	pr, pw := io.Pipe()
 	mw := multipart.NewWriter(pw)
 	req := httptest.NewRequest(http.MethodPost, "/v1/inquiries/"+id+"/attachments", pr)
 	req.Header.Set("Content-Type", mw.FormDataContentType())
-	req.Header.Set("Authorization", "Bearer "+tb.op)
+	req.Header.Set("Authorization", "Bearer "+token)
 	rec := httptest.NewRecorder()
 	done := make(chan struct{})
-	// The slow upload goes straight to a handler (so a write to the pipe returns only once the
-	// handler has read it); the others to a server of the same handler, sharing its limits.
-	h := tb.app.Handler()
-	tc := *tb
-	tc.srv = httptest.NewServer(h)
-	t.Cleanup(tc.srv.Close)
 	go func() { defer close(done); h.ServeHTTP(rec, req) }()
 	part, err := mw.CreateFormFile("file", "slow.txt")
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The handler has read this much of the body, so it holds its slot.
+	// A write to the pipe returns once the handler has read it.
 	if _, err := part.Write([]byte("the first bytes of a slow upload")); err != nil {
 		t.Fatal(err)
 	}
-	r := tc.attach(t, tb.op, id, upload{"b.txt", "second"})
-	if r.status != http.StatusTooManyRequests || r.code() != "too_many_uploads" || r.header.Get("Retry-After") == "" {
-		t.Fatalf("second upload = %d %v %s", r.status, r.header, r.raw)
+	return func() int {
+		_ = mw.Close()
+		_ = pw.Close()
+		<-done
+		return rec.Code
 	}
-	integ := tb.integration(t, "acme", "Portal")
-	if r := tc.portalMultipart(t, integ, "k-c", portalBody, upload{"c.txt", "third"}); r.status != http.StatusCreated {
-		t.Fatalf("another principal's upload = %d %s", r.status, r.raw)
-	}
-	_ = mw.Close()
-	_ = pw.Close()
-	<-done
-	if rec.Code != http.StatusCreated {
-		t.Fatalf("first upload = %d %s", rec.Code, rec.Body)
-	}
-	if r := tc.attach(t, tb.op, id, upload{"b.txt", "second"}); r.status != http.StatusCreated {
-		t.Fatalf("after the first = %d %s", r.status, r.raw)
+}
+
+// TestUploadConcurrencyLimit: with one upload per principal, a second upload of that principal
+// while the first is still streaming is 429 with Retry-After, and another principal is not held
+// up; with one upload per tenant, another principal of the tenant is 429 too (operator route and
+// portal intake) while another tenant is not; once the first finishes it is 201 and the next
+// upload is accepted.
+func TestUploadConcurrencyLimit(t *testing.T) {
+	t.Parallel()
+	for _, perTenant := range []bool{false, true} {
+		t.Run("per tenant "+strconv.FormatBool(perTenant), func(t *testing.T) {
+			t.Parallel()
+			tb := setupWith(t, func(c *app.Config) {
+				if perTenant {
+					c.Uploads.ConcurrentPerTenant = 1
+				} else {
+					c.Uploads.ConcurrentPerPrincipal = 1
+				}
+			})
+			_, id := tb.submit(t, "conc-1")
+			// The held upload goes straight to a handler; the others to a server of the same
+			// handler, sharing its limits.
+			h := tb.app.Handler()
+			tc := *tb
+			tc.srv = httptest.NewServer(h)
+			t.Cleanup(tc.srv.Close)
+			finish := holdUpload(t, h, tb.op, id)
+			r := tc.attach(t, tb.op, id, upload{"b.txt", "second"})
+			if r.status != http.StatusTooManyRequests || r.code() != "too_many_uploads" || r.header.Get("Retry-After") != "5" {
+				t.Fatalf("second upload = %d %v %s", r.status, r.header, r.raw)
+			}
+			integ := tb.integration(t, "acme", "Portal")
+			want := http.StatusCreated
+			if perTenant {
+				want = http.StatusTooManyRequests
+			}
+			if r := tc.portalMultipart(t, integ, "k-c", portalBody, upload{"c.txt", "third"}); r.status != want {
+				t.Fatalf("another principal of the tenant = %d %s, want %d", r.status, r.raw, want)
+			}
+			other := tb.integration(t, "globex", "Portal")
+			if r := tc.portalMultipart(t, other, "k-o", portalBody, upload{"o.txt", "other"}); r.status != http.StatusCreated {
+				t.Fatalf("another tenant = %d %s", r.status, r.raw)
+			}
+			if code := finish(); code != http.StatusCreated {
+				t.Fatalf("the held upload = %d", code)
+			}
+			if r := tc.attach(t, tb.op, id, upload{"b.txt", "second"}); r.status != http.StatusCreated {
+				t.Fatalf("after the first = %d %s", r.status, r.raw)
+			}
+		})
 	}
 }
 
