@@ -102,6 +102,9 @@ type Config struct {
 	RetentionTick time.Duration
 	// Attachments bounds attachments per file, per inquiry and per tenant (zero: the defaults).
 	Attachments commands.AttachmentLimits
+	// Uploads bounds concurrent uploads and uploaded bytes per principal and tenant on every route
+	// that takes files (zero: the defaults, httpapi.UploadLimits).
+	Uploads httpapi.UploadLimits
 	// TenantCacheTTL is how long the public routes may serve a tenant, its trusted origins and its
 	// profile from memory (tenancy.DefaultPublicCacheTTL if zero; negative: read every time). A
 	// change made by another process is seen within it; one made through this App at once.
@@ -397,7 +400,7 @@ func (a *App) handlers() (api, metrics http.Handler) {
 		SlackCallbacks: a.Callbacks,
 		Console:        a.Console, Now: a.Config.Now,
 		Due: dueAPI{a}, Portal: portalAPI{a}, SlackEscalation: slackEscalation{a},
-		Attachments: a.Attachments, AttachmentLimits: a.Config.Attachments, Load: a.Commands.Load,
+		Attachments: a.Attachments, AttachmentLimits: a.Config.Attachments, Uploads: a.Config.Uploads, Load: a.Commands.Load,
 		Requesters: requesterAPI{a}, RetentionPolicy: a.Commands.RetentionPolicy,
 	}
 	if !a.separateMetrics() {

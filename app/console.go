@@ -23,7 +23,7 @@ func (a *App) wireConsole(ctx context.Context) error {
 	}
 	a.Console = &console.Console{
 		Commands: a.audited(), Reader: a.Reader, Tenancy: a.Tenancy, QueryModel: a.QueryModel(), Head: a.committedHead, Admin: a,
-		Slack: consoleSlack{a}, Due: dueAPI{a}, AdminAudit: audit, Audit: a.Audit, Logger: a.Config.Logger, Now: a.Config.Now,
+		Slack: consoleSlack{a}, Due: dueAPI{a}, Attachments: a.Attachments, AdminAudit: audit, Audit: a.Audit, Logger: a.Config.Logger, Now: a.Config.Now,
 		SecureCookies: strings.HasPrefix(a.Config.PublicURL, "https://"), Secret: a.Commands.Secret,
 		SignInRate: a.Config.ConsoleSignInRate, TrustedProxies: a.Config.Public.TrustedProxies,
 	}

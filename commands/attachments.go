@@ -1,6 +1,7 @@
 package commands
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -8,6 +9,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"path"
 	"strings"
 	"time"
@@ -19,11 +21,13 @@ import (
 	"github.com/casebook/casebook/internal/sqldb"
 )
 
-// Attachments stores files attached to inquiries in the database of the backend (a SQLite BLOB, a
-// Postgres BYTEA), so a backup of the database holds them. Each file's bytes and name are sealed
-// (AES-256-GCM) with the inquiry's data key (eventstore/sealed), bound to the tenant, inquiry and
-// attachment id, so the database holds no plaintext of them and erasure, which destroys that key,
-// shreds them too; Destroy then deletes the rows. Type, size and digest stay readable: they describe
+// Attachments stores files attached to inquiries in the database of the backend (SQLite BLOBs,
+// Postgres BYTEA), so a backup of the database holds them. Each file's name is sealed (AES-256-GCM)
+// with the inquiry's data key (eventstore/sealed), bound to the tenant, inquiry and attachment id;
+// its bytes are sealed chunks under a file key that the inquiry's data key seals (attachmentblobs.go),
+// so the database holds no plaintext of them and erasure, which destroys that key, shreds them too;
+// Destroy then deletes the rows and chunks. Rows stored whole before chunking (sealed = 1) are read
+// as they are. Type, size and digest stay readable: they describe
 // the file without being its content. Rows stored before sealing (sealed = 0) are read as they are
 // and erased the same way (docs/data-lifecycle.md: read both, no rewrite).
 // Attachments are records beside the log, not events; an inquiry's files are listed from this table.
@@ -65,7 +69,31 @@ CREATE INDEX IF NOT EXISTS inquiry_attachments_tenant ON inquiry_attachments (te
 ALTER TABLE inquiry_attachments ADD COLUMN sealed INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE inquiry_attachments ADD COLUMN name_sealed BLOB`, Postgres: `
 ALTER TABLE inquiry_attachments ADD COLUMN IF NOT EXISTS sealed INTEGER NOT NULL DEFAULT 0;
-ALTER TABLE inquiry_attachments ADD COLUMN IF NOT EXISTS name_sealed BYTEA`}}
+ALTER TABLE inquiry_attachments ADD COLUMN IF NOT EXISTS name_sealed BYTEA`}, {Version: 3, SQL: `
+ALTER TABLE inquiry_attachments ADD COLUMN blob_id TEXT;
+ALTER TABLE inquiry_attachments ADD COLUMN blob_key BLOB;
+CREATE INDEX IF NOT EXISTS inquiry_attachments_blob ON inquiry_attachments (blob_id);
+CREATE TABLE IF NOT EXISTS attachment_chunks (
+	blob_id    TEXT    NOT NULL,
+	seq        BIGINT  NOT NULL,
+	tenant_id  TEXT    NOT NULL,
+	created_at BIGINT  NOT NULL,
+	data       BLOB    NOT NULL,
+	PRIMARY KEY (blob_id, seq)
+);
+CREATE INDEX IF NOT EXISTS attachment_chunks_tenant ON attachment_chunks (tenant_id)`, Postgres: `
+ALTER TABLE inquiry_attachments ADD COLUMN IF NOT EXISTS blob_id TEXT;
+ALTER TABLE inquiry_attachments ADD COLUMN IF NOT EXISTS blob_key BYTEA;
+CREATE INDEX IF NOT EXISTS inquiry_attachments_blob ON inquiry_attachments (blob_id);
+CREATE TABLE IF NOT EXISTS attachment_chunks (
+	blob_id    TEXT    NOT NULL,
+	seq        BIGINT  NOT NULL,
+	tenant_id  TEXT    NOT NULL,
+	created_at BIGINT  NOT NULL,
+	data       BYTEA   NOT NULL,
+	PRIMARY KEY (blob_id, seq)
+);
+CREATE INDEX IF NOT EXISTS attachment_chunks_tenant ON attachment_chunks (tenant_id)`}}
 
 // NewAttachments migrates the attachments table and returns the store, which seals with keys.
 func NewAttachments(ctx context.Context, db *sqldb.DB, keys *sealed.Keys, now func() time.Time) (*Attachments, error) {
@@ -78,7 +106,11 @@ func NewAttachments(ctx context.Context, db *sqldb.DB, keys *sealed.Keys, now fu
 	if now == nil {
 		now = time.Now
 	}
-	return &Attachments{db: db, keys: keys, now: now}, nil
+	a := &Attachments{db: db, keys: keys, now: now}
+	if err := a.sweepOrphans(ctx); err != nil {
+		return nil, fmt.Errorf("attachments: sweep staged chunks: %w", err)
+	}
+	return a, nil
 }
 
 // aad binds a sealed attachment value to its row and member.
@@ -104,8 +136,17 @@ func (a *Attachments) key(ctx context.Context, tenant domain.TenantID, inquiry d
 // Destroy deletes every attachment of an inquiry (erasure: commands.Shredder). Their sealed bytes
 // were unreadable once the data key was destroyed; deleting the rows leaves not even ciphertext in
 // the live tables (SQLite zeroes freed pages, secure_delete). Deleting twice is harmless.
+// Their chunks go in the same transaction.
 func (a *Attachments) Destroy(ctx context.Context, tenant domain.TenantID, inquiry domain.InquiryID) error {
-	if _, err := a.db.ExecContext(ctx, a.db.Rebind(`DELETE FROM inquiry_attachments WHERE tenant_id = ? AND inquiry_id = ?`), tenant, inquiry); err != nil {
+	err := sqldb.InTx(ctx, a.db, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, a.db.Rebind(`DELETE FROM attachment_chunks WHERE blob_id IN
+			(SELECT blob_id FROM inquiry_attachments WHERE tenant_id = ? AND inquiry_id = ? AND blob_id IS NOT NULL)`), tenant, inquiry); err != nil {
+			return err
+		}
+		_, err := tx.ExecContext(ctx, a.db.Rebind(`DELETE FROM inquiry_attachments WHERE tenant_id = ? AND inquiry_id = ?`), tenant, inquiry)
+		return err
+	})
+	if err != nil {
 		return fmt.Errorf("erase attachments: %w", err)
 	}
 	return nil
@@ -163,6 +204,32 @@ type NewFile struct {
 // validation error (422), more than MaxTenantBytes for the tenant ErrAttachmentQuota. The caller
 // has checked that the inquiry exists and that actor may attach to it.
 func (a *Attachments) Add(ctx context.Context, tenant domain.TenantID, inquiry domain.InquiryID, actor domain.PrincipalID, files []NewFile, lim AttachmentLimits) ([]Attachment, error) {
+	staged, err := a.stageAll(ctx, tenant, files, lim)
+	if err != nil {
+		return nil, err
+	}
+	return a.Commit(ctx, tenant, inquiry, actor, staged, lim)
+}
+
+// stageAll stages files held in memory (callers with small files; HTTP uploads stream to Stage).
+func (a *Attachments) stageAll(ctx context.Context, tenant domain.TenantID, files []NewFile, lim AttachmentLimits) ([]StagedFile, error) {
+	lim = lim.WithDefaults()
+	staged := make([]StagedFile, 0, len(files))
+	for _, f := range files {
+		sf, err := a.Stage(ctx, tenant, f.Name, f.ContentType, bytes.NewReader(f.Data), lim.MaxFileBytes)
+		if err != nil {
+			a.Discard(context.WithoutCancel(ctx), staged...)
+			return nil, err
+		}
+		staged = append(staged, sf)
+	}
+	return staged, nil
+}
+
+// Commit makes staged files attachments of an inquiry of tenant, all or none, as Add; whatever is
+// not committed (an error, a limit) is discarded.
+func (a *Attachments) Commit(ctx context.Context, tenant domain.TenantID, inquiry domain.InquiryID, actor domain.PrincipalID, files []StagedFile, lim AttachmentLimits) ([]Attachment, error) {
+	defer a.Discard(context.WithoutCancel(ctx), files...)
 	return a.add(ctx, tenant, inquiry, actor, files, lim, nil)
 }
 
@@ -182,8 +249,19 @@ func FileDigests(files []NewFile) []string {
 // hence the same inquiry) finds them stored and gets them back, and an intake whose attachments
 // failed after its inquiry was recorded stores them when it is retried. Otherwise as Add.
 func (a *Attachments) AddIntake(ctx context.Context, tenant domain.TenantID, inquiry domain.InquiryID, actor domain.PrincipalID, files []NewFile, lim AttachmentLimits) ([]Attachment, error) {
+	staged, err := a.stageAll(ctx, tenant, files, lim)
+	if err != nil {
+		return nil, err
+	}
+	return a.CommitIntake(ctx, tenant, inquiry, actor, staged, lim)
+}
+
+// CommitIntake is AddIntake for staged files (their digests are StagedDigests); a replay's staged
+// copies are discarded.
+func (a *Attachments) CommitIntake(ctx context.Context, tenant domain.TenantID, inquiry domain.InquiryID, actor domain.PrincipalID, files []StagedFile, lim AttachmentLimits) ([]Attachment, error) {
+	defer a.Discard(context.WithoutCancel(ctx), files...)
 	ids := make([]string, len(files))
-	for i, d := range FileDigests(files) {
+	for i, d := range StagedDigests(files) {
 		sum := sha256.Sum256([]byte(fmt.Sprintf("intake\x00%s\x00%s\x00%d\x00%s", tenant, inquiry, i, d)))
 		ids[i] = "att_" + hex.EncodeToString(sum[:10])
 	}
@@ -206,11 +284,14 @@ func (a *Attachments) CheckQuota(ctx context.Context, tenant domain.TenantID, by
 
 // add stores files with ids (random when nil). When every one of ids is stored already, it returns
 // those instead (a replay).
-func (a *Attachments) add(ctx context.Context, tenant domain.TenantID, inquiry domain.InquiryID, actor domain.PrincipalID, files []NewFile, lim AttachmentLimits, ids []string) ([]Attachment, error) {
+func (a *Attachments) add(ctx context.Context, tenant domain.TenantID, inquiry domain.InquiryID, actor domain.PrincipalID, files []StagedFile, lim AttachmentLimits, ids []string) ([]Attachment, error) {
 	lim = lim.WithDefaults()
 	var added int64
 	for _, f := range files {
-		added += int64(len(f.Data))
+		if f.blob == "" {
+			return nil, errors.New("attachments: a file that was not staged")
+		}
+		added += f.Size
 	}
 	now := a.now().UTC()
 	dk, err := a.key(ctx, tenant, inquiry, true)
@@ -253,7 +334,6 @@ func (a *Attachments) add(ctx context.Context, tenant domain.TenantID, inquiry d
 			return ErrAttachmentQuota
 		}
 		for i, f := range files {
-			sum := sha256.Sum256(f.Data)
 			var rnd [10]byte
 			_, _ = rand.Read(rnd[:])
 			id := "att_" + hex.EncodeToString(rnd[:])
@@ -261,12 +341,12 @@ func (a *Attachments) add(ctx context.Context, tenant domain.TenantID, inquiry d
 				id = ids[i]
 			}
 			at := Attachment{ID: id, Name: f.Name, ContentType: f.ContentType,
-				Size: int64(len(f.Data)), SHA256: hex.EncodeToString(sum[:]), CreatedAt: now.Add(time.Duration(i))} // keeps the request's order
+				Size: f.Size, SHA256: f.SHA256, CreatedAt: now.Add(time.Duration(i))} // keeps the request's order
 			if _, err := tx.ExecContext(ctx, a.db.Rebind(`INSERT INTO inquiry_attachments
-				(tenant_id, inquiry_id, id, name, name_sealed, sealed, content_type, size, sha256, added_by, created_at, data)
-				VALUES (?, ?, ?, '', ?, 1, ?, ?, ?, ?, ?, ?)`),
+				(tenant_id, inquiry_id, id, name, name_sealed, sealed, content_type, size, sha256, added_by, created_at, data, blob_id, blob_key)
+				VALUES (?, ?, ?, '', ?, 2, ?, ?, ?, ?, ?, ?, ?, ?)`),
 				tenant, inquiry, at.ID, dk.Seal([]byte(at.Name), attachmentAAD(tenant, inquiry, at.ID, "name")), at.ContentType, at.Size, at.SHA256,
-				actor, at.CreatedAt.UnixNano(), dk.Seal(f.Data, attachmentAAD(tenant, inquiry, at.ID, "data"))); err != nil {
+				actor, at.CreatedAt.UnixNano(), []byte{}, f.blob, dk.Seal(f.key, attachmentAAD(tenant, inquiry, at.ID, "key\x00"+f.blob))); err != nil {
 				return err
 			}
 			out = append(out, at)
@@ -363,16 +443,32 @@ func (a *Attachments) list(ctx context.Context, tenant domain.TenantID, inquiry 
 	return out, nil
 }
 
-// Get returns one attachment with its bytes, opened with the inquiry's data key; another tenant's
-// or inquiry's, or an erased one, is domain.ErrNotFound.
+// Get returns one attachment with its bytes (Open, read whole: for small files and tests).
 func (a *Attachments) Get(ctx context.Context, tenant domain.TenantID, inquiry domain.InquiryID, id string) (Attachment, []byte, error) {
+	at, r, err := a.Open(ctx, tenant, inquiry, id)
+	if err != nil {
+		return Attachment{}, nil, err
+	}
+	defer func() { _ = r.Close() }()
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return Attachment{}, nil, fmt.Errorf("attachment %s: %w", at.ID, err)
+	}
+	return at, data, nil
+}
+
+// Open returns one attachment and a reader of its bytes, opened with the inquiry's data key chunk
+// by chunk as it is read (ErrChunkTampered for a truncated or altered blob); another tenant's or
+// inquiry's, or an erased one, is domain.ErrNotFound.
+func (a *Attachments) Open(ctx context.Context, tenant domain.TenantID, inquiry domain.InquiryID, id string) (Attachment, io.ReadCloser, error) {
 	var at Attachment
 	var created int64
-	var data, sealedName []byte
+	var data, sealedName, blobKey []byte
+	var blob sql.NullString
 	var isSealed int
-	err := a.db.QueryRowContext(ctx, a.db.Rebind(`SELECT id, name, name_sealed, sealed, content_type, size, sha256, created_at, data FROM inquiry_attachments
+	err := a.db.QueryRowContext(ctx, a.db.Rebind(`SELECT id, name, name_sealed, sealed, content_type, size, sha256, created_at, data, blob_id, blob_key FROM inquiry_attachments
 		WHERE tenant_id = ? AND inquiry_id = ? AND id = ?`), tenant, inquiry, id).
-		Scan(&at.ID, &at.Name, &sealedName, &isSealed, &at.ContentType, &at.Size, &at.SHA256, &created, &data)
+		Scan(&at.ID, &at.Name, &sealedName, &isSealed, &at.ContentType, &at.Size, &at.SHA256, &created, &data, &blob, &blobKey)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Attachment{}, nil, fmt.Errorf("attachment: %w", domain.ErrNotFound)
 	}
@@ -388,7 +484,7 @@ func (a *Attachments) Get(ctx context.Context, tenant domain.TenantID, inquiry d
 	case err != nil:
 		return Attachment{}, nil, err
 	case isSealed == 0:
-		return at, data, nil
+		return at, io.NopCloser(bytes.NewReader(data)), nil
 	case dk == nil:
 		return Attachment{}, nil, fmt.Errorf("attachment %s: sealed, but the inquiry has no data key", at.ID)
 	}
@@ -396,11 +492,22 @@ func (a *Attachments) Get(ctx context.Context, tenant domain.TenantID, inquiry d
 	if err != nil {
 		return Attachment{}, nil, fmt.Errorf("attachment %s: name: %w", at.ID, err)
 	}
-	if data, err = dk.Open(data, attachmentAAD(tenant, inquiry, at.ID, "data")); err != nil {
-		return Attachment{}, nil, fmt.Errorf("attachment %s: %w", at.ID, err)
-	}
 	at.Name = string(name)
-	return at, data, nil
+	if isSealed == 1 {
+		if data, err = dk.Open(data, attachmentAAD(tenant, inquiry, at.ID, "data")); err != nil {
+			return Attachment{}, nil, fmt.Errorf("attachment %s: %w", at.ID, err)
+		}
+		return at, io.NopCloser(bytes.NewReader(data)), nil
+	}
+	key, err := dk.Open(blobKey, attachmentAAD(tenant, inquiry, at.ID, "key\x00"+blob.String))
+	if err != nil {
+		return Attachment{}, nil, fmt.Errorf("attachment %s: key: %w", at.ID, err)
+	}
+	aead, err := chunkAEAD(key)
+	if err != nil {
+		return Attachment{}, nil, err
+	}
+	return at, &chunkReader{ctx: ctx, a: a, blob: blob.String, aead: aead}, nil
 }
 
 // MaxAttachmentName bounds a file name, in characters.

@@ -80,6 +80,8 @@ type Console struct {
 	Slack Slack
 	// Due reads and reviews due jobs (follow-ups, SLA timers); nil hides them.
 	Due Due
+	// Attachments lists and serves inquiries' files; nil hides them.
+	Attachments Attachments
 	// AdminAudit records admin actions with their reasons.
 	AdminAudit *commands.AdminAudit
 	// Audit records sign-ins refused because the token's principal is disabled (command
@@ -202,6 +204,7 @@ func (c *Console) routes() http.Handler {
 	r.HandleFunc("/console/dashboard", c.authed(c.dashboard)).Methods(http.MethodGet)
 	r.HandleFunc("/console/inquiries/{id}", c.authed(c.inquiry)).Methods(http.MethodGet)
 	r.HandleFunc("/console/inquiries/{id}/{action}", c.authed(c.act)).Methods(http.MethodPost)
+	r.HandleFunc("/console/inquiries/{id}/attachments/{attachment_id}", c.authed(c.attachment)).Methods(http.MethodGet)
 	r.HandleFunc("/console/admin", c.authed(c.admin)).Methods(http.MethodGet)
 	r.HandleFunc("/console/admin/{area}/{op}", c.authed(c.adminAct)).Methods(http.MethodPost)
 	// Forms post only from this origin; the synchronizer token (csrf field) is checked per route.

@@ -206,6 +206,7 @@ type inquiryView struct {
 	Slack      *SlackState
 	Targets    []Target
 	Due        *dueView
+	Files      []attachmentRow
 	FollowIn   []struct{ Value, Label string }
 	Teams      []string
 	Edges      []edge
@@ -278,6 +279,7 @@ func (c *Console) inquiryData(r *http.Request, s *session, id domain.InquiryID) 
 	names, people, teams := c.people(ctx, s.P.TenantID)
 	v := &inquiryView{Q: q, Owner: names[q.Owner], People: people, Prios: domain.Priorities, Form: map[string]string{}, Stale: c.staleness(),
 		Due: c.dueData(ctx, s.P.TenantID, id, names), FollowIn: followUpIn, Teams: teams}
+	v.Files = c.attachmentRows(ctx, s.P.TenantID, id)
 	// An archived inquiry refuses every write but unarchive (the domain decides; the page offers
 	// only what would be accepted).
 	v.CanWrite = domain.Authorize(s.P, domain.ActTransit) == nil && !q.Archived && !q.Erased

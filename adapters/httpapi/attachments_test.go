@@ -194,7 +194,7 @@ func TestAttachmentHTMLCannotRunInBrowser(t *testing.T) {
 	t.Cleanup(beacon.Close)
 	_, id := tb.submit(t, "html-1")
 	page := "Notes from the call\n<html><body><img src=\"" + beacon.URL + "/img\"><script>fetch('" + beacon.URL + "/script');document.title='ran'</script></body></html>"
-	r := tb.attach(t, tb.op, id, upload{"page.html", page})
+	r := tb.attach(t, tb.op, id, upload{"page.txt", page}) // page.html is refused (TestAttachmentFileName)
 	if r.status != http.StatusCreated {
 		t.Fatalf("upload = %d %s", r.status, r.raw)
 	}
@@ -394,7 +394,7 @@ func TestPortalIntakeWithAttachments(t *testing.T) {
 // the same inquiry and attachment ids.
 func TestPortalIntakeWithAttachmentsConcurrentReplays(t *testing.T) {
 	t.Parallel()
-	tb := setup(t)
+	tb := setupWith(t, func(c *app.Config) { c.Uploads.ConcurrentPerPrincipal = 4 })
 	integ := tb.integration(t, "acme", "Portal")
 	files := []upload{{"a.txt", "first file"}, {"b.txt", "second file"}}
 	answers := make([]resp, 4)

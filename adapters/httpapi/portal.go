@@ -90,7 +90,9 @@ func (s *Server) portalIntake(w http.ResponseWriter, r *http.Request) {
 	res, files, err := s.acceptPortal(w, r, p)
 	var stored []commands.Attachment
 	if err == nil && len(files) > 0 {
-		stored, err = s.Attachments.AddIntake(r.Context(), p.TenantID, res.InquiryID, p.ID, files, s.AttachmentLimits)
+		stored, err = s.Attachments.CommitIntake(r.Context(), p.TenantID, res.InquiryID, p.ID, files, s.AttachmentLimits)
+	} else if len(files) > 0 {
+		s.Attachments.Discard(context.WithoutCancel(r.Context()), files...)
 	}
 	if errors.Is(err, commands.ErrAttachmentQuota) {
 		err = &apiError{http.StatusRequestEntityTooLarge, "attachment_quota", "the tenant's attachment storage is full"}
@@ -112,7 +114,8 @@ func (s *Server) portalIntake(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusCreated, out)
 }
 
-func (s *Server) acceptPortal(w http.ResponseWriter, r *http.Request, p domain.Principal) (commands.IntakeResult, []commands.NewFile, error) {
+// acceptPortal returns the staged files also with an error, for the caller to discard.
+func (s *Server) acceptPortal(w http.ResponseWriter, r *http.Request, p domain.Principal) (commands.IntakeResult, []commands.StagedFile, error) {
 	if ok, retry := s.public.portal.Allow(string(p.ID)); !ok {
 		secs := int((retry + time.Second - 1) / time.Second)
 		w.Header().Set("Retry-After", strconv.Itoa(max(secs, 1)))
@@ -123,7 +126,7 @@ func (s *Server) acceptPortal(w http.ResponseWriter, r *http.Request, p domain.P
 		return commands.IntakeResult{}, nil, &apiError{http.StatusBadRequest, "idempotency_key_required", "the Idempotency-Key header is required"}
 	}
 	var in portalInquiry
-	var files []commands.NewFile
+	var files []commands.StagedFile
 	if isMultipart(r) {
 		var err error
 		if in, files, err = s.readPortalMultipart(w, r, p); err != nil {
@@ -139,17 +142,22 @@ func (s *Server) acceptPortal(w http.ResponseWriter, r *http.Request, p domain.P
 // readPortalMultipart reads an intake with attachments: the "inquiry" part's JSON and every file,
 // each checked against the limits, and the tenant's quota checked for their total. files is
 // non-nil (perhaps empty) so the answer lists what was stored.
-func (s *Server) readPortalMultipart(w http.ResponseWriter, r *http.Request, p domain.Principal) (portalInquiry, []commands.NewFile, error) {
-	var in portalInquiry
+func (s *Server) readPortalMultipart(w http.ResponseWriter, r *http.Request, p domain.Principal) (in portalInquiry, files []commands.StagedFile, err error) {
 	if s.Attachments == nil {
 		return in, nil, &apiError{http.StatusUnsupportedMediaType, "unsupported_media_type", "attachments are not accepted here; send application/json"}
 	}
 	lim := s.AttachmentLimits.WithDefaults()
 	var raw []byte
-	files, err := s.readParts(w, r, lim, map[string]*[]byte{"inquiry": &raw}, s.public.cfg.MaxBody)
+	files, err = s.readParts(w, r, p, lim, map[string]*[]byte{"inquiry": &raw}, s.public.cfg.MaxBody)
 	if err != nil {
 		return in, nil, err
 	}
+	defer func() {
+		if err != nil {
+			s.Attachments.Discard(context.WithoutCancel(r.Context()), files...)
+			files = nil
+		}
+	}()
 	if raw == nil {
 		return in, nil, badRequest("a multipart intake needs a part named \"inquiry\" holding the inquiry's JSON")
 	}
@@ -158,7 +166,7 @@ func (s *Server) readPortalMultipart(w http.ResponseWriter, r *http.Request, p d
 	}
 	var total int64
 	for _, f := range files {
-		total += int64(len(f.Data))
+		total += f.Size
 	}
 	if err := s.Attachments.CheckQuota(r.Context(), p.TenantID, total, lim); errors.Is(err, commands.ErrAttachmentQuota) {
 		return in, nil, &apiError{http.StatusRequestEntityTooLarge, "attachment_quota", "the tenant's attachment storage is full"}
@@ -166,13 +174,13 @@ func (s *Server) readPortalMultipart(w http.ResponseWriter, r *http.Request, p d
 		return in, nil, err
 	}
 	if files == nil {
-		files = []commands.NewFile{}
+		files = []commands.StagedFile{}
 	}
 	return in, files, nil
 }
 
 // submitPortal normalizes, checks the configured limits and the tenant's categories, and records.
-func (s *Server) submitPortal(r *http.Request, p domain.Principal, in portalInquiry, key string, files []commands.NewFile) (commands.IntakeResult, error) {
+func (s *Server) submitPortal(r *http.Request, p domain.Principal, in portalInquiry, key string, files []commands.StagedFile) (commands.IntakeResult, error) {
 	pub := publicInquiry{Name: in.Name, Email: in.Email, Subject: in.Subject, Message: in.Message, Category: in.Category}.normalized()
 	if err := s.public.cfg.Fields.check(pub); err != nil {
 		return commands.IntakeResult{}, err
@@ -192,7 +200,7 @@ func (s *Server) submitPortal(r *http.Request, p domain.Principal, in portalInqu
 		Requester: domain.Requester{Name: pub.Name, Email: pub.Email},
 		Subject:   pub.Subject, Message: pub.Message, Category: pub.Category,
 		ExternalID: in.ExternalID, Priority: prio, Team: in.Team,
-		CorrelationID: requestID(r.Context()), Files: commands.FileDigests(files),
+		CorrelationID: requestID(r.Context()), Files: commands.StagedDigests(files),
 	})
 }
 

@@ -92,7 +92,10 @@ type Server struct {
 	// submitter) for the upload's permission check. Either nil disables the attachment routes.
 	Attachments      AttachmentStore
 	AttachmentLimits commands.AttachmentLimits
-	Load             func(ctx context.Context, tenant domain.TenantID, id domain.InquiryID) (*domain.Inquiry, error)
+	// Uploads bounds concurrent uploads and uploaded bytes per principal and tenant.
+	Uploads UploadLimits
+	uploads *uploadGate
+	Load    func(ctx context.Context, tenant domain.TenantID, id domain.InquiryID) (*domain.Inquiry, error)
 	// Portal serves the authenticated intake's reads (/v1/portal/…); nil answers 404 there.
 	Portal Portal
 	// Due serves the due-job admin routes, the SLA policy and the detail's "sla" and
@@ -109,6 +112,7 @@ type Server struct {
 func (s *Server) Handler() http.Handler {
 	s.public = newPublicState(s.Public)
 	s.tokens = newTokens(s.Secret)
+	s.uploads = newUploadGate(s.Uploads, s.Public.Now)
 	return s.withRequestID(s.router())
 }
 

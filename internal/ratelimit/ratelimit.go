@@ -89,7 +89,11 @@ func (k *Keyed) SetMaxKeys(n int) { k.mu.Lock(); k.maxKeys = n; k.mu.Unlock() }
 
 // Allow takes one token from key's bucket. When it refuses, retry is how long until a token will be
 // available.
-func (k *Keyed) Allow(key string) (ok bool, retry time.Duration) {
+func (k *Keyed) Allow(key string) (ok bool, retry time.Duration) { return k.AllowN(key, 1) }
+
+// AllowN takes n tokens from key's bucket, all or none (a byte budget takes a read's bytes). n
+// above the burst is never allowed; retry is then one interval.
+func (k *Keyed) AllowN(key string, n int) (ok bool, retry time.Duration) {
 	if k == nil || k.rate.Off {
 		return true, 0
 	}
@@ -109,7 +113,7 @@ func (k *Keyed) Allow(key string) (ok bool, retry time.Duration) {
 		k.buckets[key] = b
 	}
 	b.seen = now
-	res := b.lim.ReserveN(now, 1)
+	res := b.lim.ReserveN(now, n)
 	if !res.OK() {
 		return false, k.rate.interval()
 	}

@@ -134,3 +134,25 @@ func TestConcurrentUse(t *testing.T) {
 		t.Fatalf("%d allowed, want exactly the burst of 5", allowed)
 	}
 }
+
+// TestAllowNIsAllOrNone: a byte budget takes a read's size at once; a take larger than what is
+// left is refused whole (nothing taken) with the time until it fits, and one above the burst never
+// fits.
+func TestAllowNIsAllOrNone(t *testing.T) {
+	t.Parallel()
+	clk := &clock{t: time.Date(2026, 11, 1, 9, 0, 0, 0, time.UTC)}
+	l := ratelimit.New(ratelimit.Rate{Events: 600, Per: time.Minute, Burst: 600}, clk.Now)
+	if ok, _ := l.AllowN("a", 500); !ok {
+		t.Fatal("500 of 600 refused")
+	}
+	ok, retry := l.AllowN("a", 200)
+	if ok || retry != 10*time.Second {
+		t.Fatalf("200 with 100 left: ok=%v retry=%v, want refused for 10s", ok, retry)
+	}
+	if ok, _ := l.AllowN("a", 100); !ok {
+		t.Fatal("the refused take was not all or none")
+	}
+	if ok, _ := l.AllowN("b", 601); ok {
+		t.Fatal("a take above the burst was allowed")
+	}
+}
