@@ -335,8 +335,9 @@ type AddNote struct {
 // AddNote executes c.
 func (h *Handler) AddNote(ctx context.Context, c AddNote) (Result, error) {
 	c.Body = Normalize(c.Body, true)
+	now := h.Now()
 	return h.execute(ctx, c.Target, fingerprint("note", c.Body), func(q *domain.Inquiry) ([]domain.Event, error) {
-		return q.AddNote(c.Actor, c.Body)
+		return q.AddNote(c.Actor, c.Body, now)
 	})
 }
 
