@@ -281,7 +281,8 @@ func (a *App) wire(ctx context.Context) error {
 		return err
 	}
 	a.Commands = &commands.Handler{Store: a.Store, Principals: ten, Secret: secret, Now: a.Config.Now, NewID: tenancy.NewID,
-		Keys: commands.Shredders{a.Keys, a.Attachments}} // the keys first: the attachments are unreadable from then on
+		Keys:  commands.Shredders{a.Keys, a.Attachments}, // the keys first: the attachments are unreadable from then on
+		Folds: commands.NewFoldCache(0)}
 	a.Reader = &queries.Reader{DB: a.DB}
 	qm := &projections.Runner{Store: a.Store, DB: a.projDB, Projection: querymodel.New(), Logger: a.Config.Logger, Now: a.Config.Now,
 		Owner: a.owner, LeaseTTL: a.Config.LeaseTTL}

@@ -1,6 +1,8 @@
 package domain
 
 import (
+	"maps"
+	"slices"
 	"strings"
 	"time"
 )
@@ -58,6 +60,19 @@ type Inquiry struct {
 	// rate limits count (limits.go).
 	NoteTimes     []time.Time
 	FollowUpTimes []time.Time
+}
+
+// Clone returns a deep copy of q: applying events to one never changes the other.
+func (q *Inquiry) Clone() *Inquiry {
+	c := *q
+	c.FollowUps = maps.Clone(q.FollowUps)
+	c.Watchers = slices.Clone(q.Watchers)
+	c.Warnings = maps.Clone(q.Warnings)
+	c.Breaches = maps.Clone(q.Breaches)
+	c.Paused = slices.Clone(q.Paused)
+	c.NoteTimes = slices.Clone(q.NoteTimes)
+	c.FollowUpTimes = slices.Clone(q.FollowUpTimes)
+	return &c
 }
 
 // Exists reports whether the inquiry has been received.

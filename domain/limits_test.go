@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"testing"
 	"time"
 
@@ -145,3 +146,32 @@ func TestSchedulingExtremesCompute(t *testing.T) {
 }
 
 func at_(t *testing.T) *domain.Inquiry { return at(t, domain.StatusInProgress) }
+
+// TestInquiryCloneIsDeep: every map and slice of an Inquiry is copied by Clone, so a cached fold
+// never shares state with the inquiry a command applies events to. A new reference field fails
+// here until Clone copies it.
+func TestInquiryCloneIsDeep(t *testing.T) {
+	t.Parallel()
+	q := &domain.Inquiry{
+		FollowUps: map[string]domain.FollowUp{"j": {}}, Watchers: []domain.PrincipalID{"p"},
+		Warnings: map[string]time.Time{"x": t0}, Breaches: map[string]time.Time{"x": t0},
+		Paused: [][2]time.Time{{t0, t0}}, NoteTimes: []time.Time{t0}, FollowUpTimes: []time.Time{t0},
+	}
+	c := q.Clone()
+	v, w := reflect.ValueOf(q).Elem(), reflect.ValueOf(c).Elem()
+	for i := range v.NumField() {
+		f := v.Type().Field(i)
+		switch f.Type.Kind() {
+		case reflect.Map, reflect.Slice, reflect.Pointer, reflect.Interface, reflect.Chan, reflect.Func:
+			if v.Field(i).IsNil() {
+				t.Fatalf("%s is nil in the fixture: set it, and copy it in Clone", f.Name)
+			}
+			if v.Field(i).Pointer() == w.Field(i).Pointer() {
+				t.Fatalf("Clone shares %s", f.Name)
+			}
+		}
+	}
+	if !reflect.DeepEqual(q, c) {
+		t.Fatal("Clone differs")
+	}
+}
