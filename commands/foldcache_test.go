@@ -63,7 +63,10 @@ func TestFoldCacheMatchesFullFold(t *testing.T) {
 		return commands.Target{Tenant: tb.tenant, InquiryID: id, Actor: op, IdempotencyKey: key}
 	}
 	steps := []func(h *commands.Handler) error{
-		func(h *commands.Handler) error { _, err := h.Claim(ctx, commands.Claim{Target: target("")}); return err },
+		func(h *commands.Handler) error {
+			_, err := h.Claim(ctx, commands.Claim{Target: target("")})
+			return err
+		},
 		func(h *commands.Handler) error {
 			_, err := h.AddNote(ctx, commands.AddNote{Target: target("note-key"), Body: "Ada called"})
 			return err
