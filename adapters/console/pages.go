@@ -200,25 +200,29 @@ var flashes = map[string]string{
 }
 
 type inquiryView struct {
-	Q          queries.Inquiry
-	Owner      string
-	Timeline   []commandGroup
-	Slack      *SlackState
-	Targets    []Target
-	Due        *dueView
-	FollowIn   []struct{ Value, Label string }
-	Teams      []string
-	Edges      []edge
-	People     []personOption
-	Prios      []domain.Priority
-	Flash      string
-	Conflict   string
-	Error      string
-	Form       map[string]string
-	CanWrite   bool
-	CanAssign  bool
-	CanArchive bool
-	Stale      string
+	Q        queries.Inquiry
+	Owner    string
+	Timeline []commandGroup
+	// TimelineFrom is the version the shown page starts after; TimelineNext the one the next
+	// page starts after (0: this is the last page).
+	TimelineFrom uint64
+	TimelineNext uint64
+	Slack        *SlackState
+	Targets      []Target
+	Due          *dueView
+	FollowIn     []struct{ Value, Label string }
+	Teams        []string
+	Edges        []edge
+	People       []personOption
+	Prios        []domain.Priority
+	Flash        string
+	Conflict     string
+	Error        string
+	Form         map[string]string
+	CanWrite     bool
+	CanAssign    bool
+	CanArchive   bool
+	Stale        string
 }
 
 type edge struct {
@@ -271,13 +275,15 @@ func (c *Console) inquiryData(r *http.Request, s *session, id domain.InquiryID) 
 	if err != nil {
 		return nil, 0, err
 	}
-	tl, err := c.Reader.Timeline(ctx, s.P.TenantID, id)
+	// The timeline a page at a time, from the version in ?from= on (keyset, as the API's).
+	from, _ := strconv.ParseUint(r.URL.Query().Get("from"), 10, 63)
+	tl, next, err := c.Reader.TimelinePage(ctx, s.P.TenantID, id, from, queries.DefaultTimelineLimit)
 	if err != nil && !errors.Is(err, domain.ErrNotFound) {
 		return nil, 0, err
 	}
 	names, people, teams := c.people(ctx, s.P.TenantID)
 	v := &inquiryView{Q: q, Owner: names[q.Owner], People: people, Prios: domain.Priorities, Form: map[string]string{}, Stale: c.staleness(),
-		Due: c.dueData(ctx, s.P.TenantID, id, names), FollowIn: followUpIn, Teams: teams}
+		Due: c.dueData(ctx, s.P.TenantID, id, names), FollowIn: followUpIn, Teams: teams, TimelineFrom: from, TimelineNext: next}
 	// An archived inquiry refuses every write but unarchive (the domain decides; the page offers
 	// only what would be accepted).
 	v.CanWrite = domain.Authorize(s.P, domain.ActTransit) == nil && !q.Archived && !q.Erased

@@ -44,3 +44,34 @@ func TestInquiryLimits(t *testing.T) {
 	}
 	limited(tb.do(t, "POST", base+"/follow-ups", tb.op, nil, `{"in":"2h"}`), "20 follow-ups per inquiry")
 }
+
+// TestTimelinePaging: the timeline route pages by version with limit and after, answers next
+// while more follow, and refuses limits out of range, a malformed after and unknown parameters.
+func TestTimelinePaging(t *testing.T) {
+	t.Parallel()
+	tb := setup(t)
+	_, id := tb.submit(t, "paging")
+	base := "/v1/inquiries/" + id + "/timeline"
+	for i := range 5 {
+		if r := tb.do(t, "POST", "/v1/inquiries/"+id+"/notes", tb.op, nil, fmt.Sprintf(`{"body":"note %d"}`, i)); r.status >= 300 {
+			t.Fatalf("note: %d %s", r.status, r.raw)
+		}
+	}
+	first := tb.do(t, "GET", base+"?consistent=true&limit=4", tb.op, nil, "")
+	if items, _ := first.body["items"].([]any); first.status != 200 || len(items) != 4 || first.body["next"] != float64(4) {
+		t.Fatalf("first page: %d %s", first.status, first.raw)
+	}
+	last := tb.do(t, "GET", base+"?limit=4&after=4", tb.op, nil, "")
+	items, _ := last.body["items"].([]any)
+	if _, more := last.body["next"]; last.status != 200 || len(items) != 2 || more || items[0].(map[string]any)["version"] != float64(5) {
+		t.Fatalf("last page: %d %s", last.status, last.raw)
+	}
+	if r := tb.do(t, "GET", base, tb.op, nil, ""); r.status != 200 || len(r.body["items"].([]any)) != 6 {
+		t.Fatalf("default page: %d %s", r.status, r.raw)
+	}
+	for q, want := range map[string]int{"limit=0": 422, "limit=501": 422, "limit=x": 422, "after=-1": 422, "after=v4": 422, "page=2": 400} {
+		if r := tb.do(t, "GET", base+"?"+q, tb.op, nil, ""); r.status != want {
+			t.Errorf("%s: %d %s, want %d", q, r.status, r.raw, want)
+		}
+	}
+}

@@ -26,9 +26,9 @@ import (
 	"github.com/casebook/casebook/queries"
 )
 
-// History reads an inquiry's timeline, tenant-scoped (*queries.Reader).
+// History reads the latest entry of an inquiry's timeline, tenant-scoped (*queries.Reader).
 type History interface {
-	Timeline(ctx context.Context, tenant domain.TenantID, id domain.InquiryID) ([]queries.TimelineEntry, error)
+	LastTimelineEntry(ctx context.Context, tenant domain.TenantID, id domain.InquiryID) (queries.TimelineEntry, error)
 }
 
 // Store is what the handler needs of the installation registry (*slackinstall.Store).
@@ -622,11 +622,10 @@ func (h *Handler) lastActor(ctx context.Context, tenant domain.TenantID, id doma
 	if h.History == nil {
 		return ""
 	}
-	tl, err := h.History.Timeline(ctx, tenant, id)
-	if err != nil || len(tl) == 0 {
+	last, err := h.History.LastTimelineEntry(ctx, tenant, id)
+	if err != nil {
 		return ""
 	}
-	last := tl[len(tl)-1]
 	if (version != 0 && last.Version != version) || last.Actor == "" {
 		return ""
 	}
