@@ -831,7 +831,8 @@ func TestDisabledPrincipalSignInAudited(t *testing.T) {
 }
 
 // TestTimelinePagesInConsole: an inquiry page shows its timeline a page at a time: the first
-// DefaultTimelineLimit events with a link to the later ones, which shows the rest and a link back.
+// DefaultTimelineLimit events with a link to the later ones, which shows the rest and a link back;
+// a note past the hourly limit is refused on the page, saying when to try again.
 func TestTimelinePagesInConsole(t *testing.T) {
 	t.Parallel()
 	tb := setup(t, embedded(t))
@@ -858,7 +859,7 @@ func TestTimelinePagesInConsole(t *testing.T) {
 	}
 	tb.catchUp(t)
 	c := tb.client(t)
-	c.signIn(tb.op)
+	csrf := c.signIn(tb.op)
 	path := "/console/inquiries/" + string(id)
 	first := c.get(path)
 	next := fmt.Sprintf(`href="?from=%d#h-timeline"`, queries.DefaultTimelineLimit)
@@ -869,5 +870,13 @@ func TestTimelinePagesInConsole(t *testing.T) {
 	if n := strings.Count(second.body, `<li data-version="`); n != 2 || !strings.Contains(second.body, `data-version="102"`) ||
 		strings.Contains(second.body, `rel="next"`) || !strings.Contains(second.body, `First entries`) {
 		t.Fatalf("second page: %d events", n)
+	}
+	// The 60th note in the hour is accepted, the 61st refused on the page with when to retry.
+	if _, err := tb.app.Commands.AddNote(ctx, commands.AddNote{Target: target, Body: "the 60th"}); err != nil {
+		t.Fatal(err)
+	}
+	p := c.do("POST", path+"/note", url.Values{"csrf": {csrf}, "version": {"103"}, "body": {"the 61st"}}, nil)
+	if p.status != http.StatusTooManyRequests || !strings.Contains(p.body, "Not done: at most 60 notes per inquiry per 1h0m0s; try again in") {
+		t.Fatalf("61st note: %d", p.status)
 	}
 }

@@ -558,6 +558,7 @@ func idempotencyKey(installKey string, it Interaction) string {
 func (h *Handler) explain(ctx context.Context, tenant domain.TenantID, id domain.InquiryID, err error) string {
 	var claimed *domain.ClaimedError
 	var ve *domain.ValidationError
+	var rl *domain.RateLimitError
 	switch {
 	case errors.As(err, &claimed):
 		return "Already claimed by " + h.name(ctx, tenant, claimed.Owner) + "."
@@ -579,6 +580,8 @@ func (h *Handler) explain(ctx context.Context, tenant domain.TenantID, id domain
 		return "This action was already used for something else; refresh and try again."
 	case errors.As(err, &ve):
 		return "Not done: " + ve.Error() + "."
+	case errors.As(err, &rl):
+		return "Not done: " + rl.Error() + "."
 	}
 	h.log().ErrorContext(ctx, "slack command failed", "tenant", string(tenant), "inquiry", string(id), "err", err)
 	return "Something went wrong; try again."
