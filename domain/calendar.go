@@ -164,11 +164,11 @@ func (c *Calendar) exceptions(lo, hi int64) []dayDelta {
 			continue
 		}
 		// ZoneBounds can be stuck at an instant (beyond a zone's table, where its rule is
-		// evaluated a year at a time, a leap year's end is misplaced): walk past it by the hour,
-		// comparing offsets.
+		// evaluated a year at a time, a leap year's end is misplaced by a day): walk past it in
+		// steps of three hours, comparing offsets (no zone changes twice within three hours).
 		_, off := t.Zone()
-		for range 48 {
-			u := t.Add(time.Hour)
+		for range 16 {
+			u := t.Add(3 * time.Hour)
 			if _, o := u.Zone(); o != off {
 				around(t, u)
 				off = o
