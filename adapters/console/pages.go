@@ -200,29 +200,29 @@ var flashes = map[string]string{
 }
 
 type inquiryView struct {
-	Q        queries.Inquiry
-	Owner    string
-	Timeline []commandGroup
-	// TimelineFrom is the version the shown page starts after; TimelineNext the one the next
-	// page starts after (0: this is the last page).
-	TimelineFrom uint64
-	TimelineNext uint64
-	Slack        *SlackState
-	Targets      []Target
-	Due          *dueView
-	FollowIn     []struct{ Value, Label string }
-	Teams        []string
-	Edges        []edge
-	People       []personOption
-	Prios        []domain.Priority
-	Flash        string
-	Conflict     string
-	Error        string
-	Form         map[string]string
-	CanWrite     bool
-	CanAssign    bool
-	CanArchive   bool
-	Stale        string
+	Q          queries.Inquiry
+	Owner      string
+	Timeline   []commandGroup
+	Slack      *SlackState
+	Targets    []Target
+	Due        *dueView
+	FollowIn   []struct{ Value, Label string }
+	Teams      []string
+	Edges      []edge
+	People     []personOption
+	Prios      []domain.Priority
+	Flash      string
+	Conflict   string
+	Error      string
+	Form       map[string]string
+	CanWrite   bool
+	CanAssign  bool
+	CanArchive bool
+	Stale      string
+
+	// TimelineFrom is the version the shown page of the timeline starts after; TimelineNext the
+	// one the next page starts after (0: this is the last page).
+	TimelineFrom, TimelineNext uint64
 }
 
 type edge struct {
