@@ -290,7 +290,8 @@ func (a *App) wire(ctx context.Context) error {
 	// The keys first: the attachments are unreadable from then on; then the inquiry's events
 	// written before their members were sealed, and the attachment rows.
 	a.Commands = &commands.Handler{Store: a.Store, Principals: ten, Secret: secret, Now: a.Config.Now, NewID: tenancy.NewID,
-		Keys: commands.Shredders{a.Keys, commands.ShredFunc(a.redactErasedEvents), a.Attachments}}
+		Keys:  commands.Shredders{a.Keys, commands.ShredFunc(a.redactErasedEvents), a.Attachments},
+		Folds: commands.NewFoldCache(0)}
 	a.Reader = &queries.Reader{DB: a.DB}
 	qm := &projections.Runner{Store: a.Store, DB: a.projDB, Projection: querymodel.New(), Logger: a.Config.Logger, Now: a.Config.Now,
 		Owner: a.owner, LeaseTTL: a.Config.LeaseTTL}

@@ -41,6 +41,8 @@ type Handler struct {
 	NewID  func() string
 	// Keys destroys data keys on erasure (nil: erasure is refused).
 	Keys Shredder
+	// Folds caches folded inquiries between commands (nil: every load folds the whole stream).
+	Folds *FoldCache
 }
 
 // Result is what a command produced: the inquiry's version after it and the log position to wait for
@@ -335,8 +337,9 @@ type AddNote struct {
 // AddNote executes c.
 func (h *Handler) AddNote(ctx context.Context, c AddNote) (Result, error) {
 	c.Body = Normalize(c.Body, true)
+	now := h.Now()
 	return h.execute(ctx, c.Target, fingerprint("note", c.Body), func(q *domain.Inquiry) ([]domain.Event, error) {
-		return q.AddNote(c.Actor, c.Body)
+		return q.AddNote(c.Actor, c.Body, now)
 	})
 }
 
@@ -359,9 +362,21 @@ func (h *Handler) Load(ctx context.Context, tenant domain.TenantID, id domain.In
 
 // loaded carries what a fold learned about idempotency keys.
 type loaded struct {
+	// byKey holds the keys of the events read by this load; base, from a cached fold, those
+	// before them, up to version upTo.
 	byKey map[string]keyUse
+	base  *keyIndex
+	upTo  uint64
 	// lastActor changed the inquiry last.
 	lastActor domain.PrincipalID
+}
+
+// key returns the use of an idempotency key in the stream.
+func (l loaded) key(k string) (keyUse, bool) {
+	if use, ok := l.byKey[k]; ok {
+		return use, true
+	}
+	return l.base.get(k, l.upTo)
 }
 
 type keyUse struct {
@@ -370,36 +385,54 @@ type keyUse struct {
 	position eventstore.Position
 }
 
+// load folds an inquiry's stream: from a cached fold on when there is one (Folds), reading only
+// the events after it.
 func (h *Handler) load(ctx context.Context, tenant domain.TenantID, id domain.InquiryID) (*domain.Inquiry, loaded, error) {
 	l := loaded{byKey: map[string]keyUse{}}
 	if tenant == "" || id == "" {
 		return nil, l, fmt.Errorf("inquiry: %w", domain.ErrNotFound)
 	}
-	recs, err := h.Store.ReadStream(ctx, eventstore.InquiryStream(tenant, id), 0, 0)
+	stream := eventstore.InquiryStream(tenant, id)
+	q, notes := &domain.Inquiry{}, map[string]uint64{}
+	cached := h.Folds.get(stream)
+	if cached != nil {
+		q, l.base, l.lastActor = cached.q.Clone(), cached.keys, cached.lastActor
+		for jobID, rev := range cached.notes {
+			notes[jobID] = rev
+		}
+	}
+	recs, err := h.Store.ReadStream(ctx, stream, q.Version, 0)
 	if err != nil {
 		return nil, l, err
 	}
-	if len(recs) == 0 {
+	if len(recs) == 0 && cached == nil {
 		return nil, l, fmt.Errorf("inquiry: %w", domain.ErrNotFound)
 	}
-	q := &domain.Inquiry{}
 	for _, r := range recs {
-		m, err := eventstore.DecodeMetadata(r.Metadata)
-		if err != nil {
-			return nil, l, fmt.Errorf("inquiry %s revision %d: metadata: %w", id, r.Revision, err)
+		if r.Revision != q.Version {
+			return nil, l, fmt.Errorf("inquiry %s: revision %d read after %d events", id, r.Revision, q.Version)
 		}
-		e, err := eventstore.DecodeEvent(r.Type, m.SchemaVersion, r.Data)
+		d, err := decode(r, tenant, id)
 		if err != nil {
 			return nil, l, err
 		}
-		if m.TenantID != tenant {
-			return nil, l, fmt.Errorf("inquiry %s: event of tenant %s in stream of %s", id, m.TenantID, tenant)
+		q.Apply(d.event, d.at)
+		l.lastActor = d.meta.Actor
+		if d.meta.IdempotencyKey != "" {
+			l.byKey[d.meta.IdempotencyKey] = keyUse{hash: d.meta.RequestHash, version: q.Version, position: r.Position}
 		}
-		q.Apply(e, m.OccurredAt)
-		l.lastActor = m.Actor
-		if m.IdempotencyKey != "" {
-			l.byKey[m.IdempotencyKey] = keyUse{hash: m.RequestHash, version: q.Version, position: r.Position}
+		if f, ok := d.event.(domain.FollowUpScheduled); ok && f.Note != "" {
+			notes[f.JobID] = r.Revision
 		}
+	}
+	l.upTo = q.Version
+	if cached != nil {
+		if err := h.restore(ctx, tenant, id, stream, q, notes); err != nil {
+			return nil, l, err
+		}
+	}
+	if cached == nil || len(recs) > 0 {
+		h.Folds.put(stream, q, l, l.byKey, notes)
 	}
 	return q, l, nil
 }
@@ -420,7 +453,7 @@ func (h *Handler) execute(ctx context.Context, t Target, hash string, decide fun
 			return Result{}, err
 		}
 		if t.IdempotencyKey != "" {
-			if use, ok := l.byKey[t.IdempotencyKey]; ok {
+			if use, ok := l.key(t.IdempotencyKey); ok {
 				if use.hash != hash {
 					return Result{}, domain.ErrIdempotencyMismatch
 				}

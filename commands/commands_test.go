@@ -72,6 +72,7 @@ func setupB(t testing.TB) *testBundle {
 		Store: store, Principals: ten, Secret: []byte("test-secret"),
 		Now:   func() time.Time { return clock },
 		NewID: func() string { return fmt.Sprintf("id-%d", seq.Add(1)) },
+		Folds: commands.NewFoldCache(0),
 	}
 	return tb
 }

@@ -28,6 +28,7 @@ var errorTable = []struct {
 	{domain.ErrErased, "erased", http.StatusConflict, "the inquiry was erased"},
 	{domain.ErrArchived, "archived", http.StatusConflict, "the inquiry is archived; unarchive it first"},
 	{domain.ErrConflict, "conflict", http.StatusConflict, "conflict"},
+	{domain.ErrRateLimited, "rate_limited", http.StatusTooManyRequests, "too many changes of this kind to the inquiry; try again later"},
 	{domain.ErrIdempotencyMismatch, "idempotency_key_reused", http.StatusUnprocessableEntity, "idempotency key reused with a different request"},
 	{domain.ErrInvalidTransition, "invalid_transition", http.StatusUnprocessableEntity, "invalid transition"},
 	{domain.ErrValidation, "validation_failed", http.StatusUnprocessableEntity, "validation failed"},
@@ -55,6 +56,7 @@ func showable(err error, fallback string) string {
 		te *domain.TransitionError
 		ce *domain.ClaimedError
 		vc *domain.VersionConflictError
+		rl *domain.RateLimitError
 	)
 	switch {
 	case errors.As(err, &ve):
@@ -65,6 +67,8 @@ func showable(err error, fallback string) string {
 		return ce.Error()
 	case errors.As(err, &vc):
 		return vc.Error()
+	case errors.As(err, &rl):
+		return rl.Error()
 	}
 	return fallback
 }

@@ -70,7 +70,7 @@ func TestErrorTable(t *testing.T) {
 	t.Parallel()
 	sentinels := []error{domain.ErrNotFound, domain.ErrConcurrency, domain.ErrForbidden, domain.ErrUnauthenticated,
 		domain.ErrInvalidTransition, domain.ErrValidation, domain.ErrIdempotencyMismatch, domain.ErrAlreadyClaimed,
-		domain.ErrPreconditionRequired, domain.ErrConflict, domain.ErrLegalHold, domain.ErrErased, domain.ErrArchived, domain.ErrPrincipalDisabled}
+		domain.ErrPreconditionRequired, domain.ErrConflict, domain.ErrLegalHold, domain.ErrErased, domain.ErrArchived, domain.ErrPrincipalDisabled, domain.ErrRateLimited}
 	seen := map[string]bool{}
 	for _, s := range sentinels {
 		code, status, _ := commands.Classify(s)

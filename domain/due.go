@@ -188,7 +188,8 @@ func (q *Inquiry) responded(at time.Time) {
 // ActSchedule is scheduling follow-ups, due dates and watchers.
 const ActSchedule Action = "schedule"
 
-// ScheduleFollowUp decides a reminder at at. now is the decision's time.
+// ScheduleFollowUp decides a reminder at at, at least MinFollowUpDelay after now, the decision's
+// time (MaxFollowUpsPerHour).
 func (q *Inquiry) ScheduleFollowUp(actor Principal, jobID string, at, now time.Time, note string) ([]Event, error) {
 	if err := Authorize(actor, ActSchedule); err != nil {
 		return nil, err
@@ -211,6 +212,12 @@ func (q *Inquiry) ScheduleFollowUp(actor Principal, jobID string, at, now time.T
 	}
 	if _, ok := q.FollowUps[jobID]; ok {
 		return nil, nil
+	}
+	if at.Sub(now) < MinFollowUpDelay {
+		return nil, Invalid("at", "must be at least %s from now", MinFollowUpDelay)
+	}
+	if err := checkRate("follow-ups", q.FollowUpTimes, MaxFollowUpsPerHour, now); err != nil {
+		return nil, err
 	}
 	if len(q.FollowUps) >= MaxPendingFollowUp {
 		return nil, Invalid("at", "an inquiry has at most %d pending follow-ups", MaxPendingFollowUp)

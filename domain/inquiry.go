@@ -1,6 +1,8 @@
 package domain
 
 import (
+	"maps"
+	"slices"
 	"strings"
 	"time"
 )
@@ -53,6 +55,24 @@ type Inquiry struct {
 	Held           bool
 	Erased         bool
 	ErasedAt       time.Time
+
+	// The times of the latest notes and follow-up schedulings, oldest first, as many as their
+	// rate limits count (limits.go).
+	NoteTimes     []time.Time
+	FollowUpTimes []time.Time
+}
+
+// Clone returns a deep copy of q: applying events to one never changes the other.
+func (q *Inquiry) Clone() *Inquiry {
+	c := *q
+	c.FollowUps = maps.Clone(q.FollowUps)
+	c.Watchers = slices.Clone(q.Watchers)
+	c.Warnings = maps.Clone(q.Warnings)
+	c.Breaches = maps.Clone(q.Breaches)
+	c.Paused = slices.Clone(q.Paused)
+	c.NoteTimes = slices.Clone(q.NoteTimes)
+	c.FollowUpTimes = slices.Clone(q.FollowUpTimes)
+	return &c
 }
 
 // Exists reports whether the inquiry has been received.
@@ -82,6 +102,9 @@ func (q *Inquiry) Apply(e Event, at time.Time) {
 	case InquiryAssigned:
 		q.Owner, q.Team = e.Owner, e.Team
 	case NoteAdded:
+		q.NoteTimes = recent(q.NoteTimes, at, MaxNotesPerHour)
+	case FollowUpScheduled:
+		q.FollowUpTimes = recent(q.FollowUpTimes, at, MaxFollowUpsPerHour)
 	}
 	q.applyDue(e, at)
 	q.applyLifecycle(e, at)
@@ -292,8 +315,8 @@ func (q *Inquiry) Assign(actor, owner Principal) ([]Event, error) {
 	return []Event{InquiryAssigned{Owner: owner.ID, Previous: q.Owner, Team: owner.Team}}, nil
 }
 
-// AddNote decides an operator note.
-func (q *Inquiry) AddNote(actor Principal, body string) ([]Event, error) {
+// AddNote decides an operator note at now (MaxNotesPerHour).
+func (q *Inquiry) AddNote(actor Principal, body string, now time.Time) ([]Event, error) {
 	if err := Authorize(actor, ActNote); err != nil {
 		return nil, err
 	}
@@ -301,6 +324,9 @@ func (q *Inquiry) AddNote(actor Principal, body string) ([]Event, error) {
 		return nil, err
 	}
 	if err := checkText("body", body, true, MaxNoteLen); err != nil {
+		return nil, err
+	}
+	if err := checkRate("notes", q.NoteTimes, MaxNotesPerHour, now); err != nil {
 		return nil, err
 	}
 	return []Event{NoteAdded{Body: body}}, nil

@@ -182,7 +182,7 @@ func TestRolePolicy(t *testing.T) {
 	if _, err := q.Claim(viewer); !errors.Is(err, domain.ErrForbidden) {
 		t.Errorf("viewer claim: %v", err)
 	}
-	if _, err := q.AddNote(viewer, "x"); !errors.Is(err, domain.ErrForbidden) {
+	if _, err := q.AddNote(viewer, "x", t0); !errors.Is(err, domain.ErrForbidden) {
 		t.Errorf("viewer note: %v", err)
 	}
 	if _, err := q.Assign(viewer, operator("p1")); !errors.Is(err, domain.ErrForbidden) {

@@ -52,7 +52,7 @@ func TestArchiveRefusesEveryOperatorWrite(t *testing.T) {
 		"transition": func() error { _, err := q.Transition(op, domain.StatusResolved, "", ""); return err },
 		"claim":      func() error { _, err := q.Claim(op); return err },
 		"assign":     func() error { _, err := q.Assign(op, op); return err },
-		"note":       func() error { _, err := q.AddNote(op, "hi"); return err },
+		"note":       func() error { _, err := q.AddNote(op, "hi", t0); return err },
 		"follow-up": func() error {
 			_, err := q.ScheduleFollowUp(op, "j1", t0.Add(2*time.Hour), t0, "")
 			return err
@@ -78,7 +78,7 @@ func TestArchiveRefusesEveryOperatorWrite(t *testing.T) {
 	if q.Archived {
 		t.Fatal("still archived")
 	}
-	if _, err := q.AddNote(op, "hi"); err != nil {
+	if _, err := q.AddNote(op, "hi", t0); err != nil {
 		t.Fatalf("note after unarchive = %v", err)
 	}
 }

@@ -63,8 +63,14 @@ const (
 // DefaultWarningAt is the fraction of a target after which its warning is due.
 const DefaultWarningAt = 0.8
 
-// MaxSLATarget bounds a target: a year of business time.
-const MaxSLATarget = 365 * 24 * time.Hour
+// Bounds of a policy, so that every policy ParseSLAPolicy accepts computes its clocks in bounded
+// time: a target is at most a year of business time and needs at most MaxSLATargetYears of the
+// policy's nominal business weeks; holidays are at most MaxSLAHolidays dates.
+const (
+	MaxSLATarget      = 365 * 24 * time.Hour
+	MaxSLATargetYears = 100
+	MaxSLAHolidays    = 1000
+)
 
 var weekdays = map[string]time.Weekday{
 	"sun": time.Sunday, "mon": time.Monday, "tue": time.Tuesday, "wed": time.Wednesday,
@@ -113,6 +119,9 @@ func (p *SLAPolicy) validate() error {
 			hours[wd] = [2]int{from, to}
 		}
 	}
+	if len(p.Holidays) > MaxSLAHolidays {
+		return Invalid("holidays", "%d dates; at most %d", len(p.Holidays), MaxSLAHolidays)
+	}
 	var holidays []time.Time
 	seen := map[string]bool{}
 	for _, h := range p.Holidays {
@@ -142,6 +151,10 @@ func (p *SLAPolicy) validate() error {
 			}
 			if d > 0 && time.Duration(d) < time.Minute {
 				return Invalid("targets", "%s.%s must be at least 1m", pr, name)
+			}
+			if weeks := time.Duration(d) / p.cal.Week(); weeks > MaxSLATargetYears*52 {
+				return Invalid("targets", "%s.%s of %s needs %d weeks of these business hours (%s a week); at most %d years: shorten it or open more hours",
+					pr, name, time.Duration(d), weeks, p.cal.Week(), MaxSLATargetYears)
 			}
 		}
 	}

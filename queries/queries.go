@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -196,7 +197,8 @@ func (r *Reader) List(ctx context.Context, tenant domain.TenantID, f Filter) ([]
 	return out, next, nil
 }
 
-// Timeline returns an inquiry's events in order; domain.ErrNotFound if the tenant has no such id.
+// Timeline returns all of an inquiry's events in order; domain.ErrNotFound if the tenant has no such
+// id. Its cost grows with the inquiry's history: requests page with TimelinePage.
 func (r *Reader) Timeline(ctx context.Context, tenant domain.TenantID, id domain.InquiryID) ([]TimelineEntry, error) {
 	rows, err := r.DB.QueryContext(ctx, r.DB.Rebind(`SELECT version, type, actor, occurred_at, data, command_id FROM qm_timeline
 		WHERE tenant_id = ? AND inquiry_id = ? ORDER BY version`), tenant, id)
@@ -222,6 +224,80 @@ func (r *Reader) Timeline(ctx context.Context, tenant domain.TenantID, id domain
 		return nil, fmt.Errorf("inquiry: %w", domain.ErrNotFound)
 	}
 	return out, nil
+}
+
+// LastTimelineEntry returns the latest entry of an inquiry's timeline; domain.ErrNotFound if the
+// tenant has no such id.
+func (r *Reader) LastTimelineEntry(ctx context.Context, tenant domain.TenantID, id domain.InquiryID) (TimelineEntry, error) {
+	var e TimelineEntry
+	var at int64
+	var data string
+	err := r.DB.QueryRowContext(ctx, r.DB.Rebind(`SELECT version, type, actor, occurred_at, data, command_id FROM qm_timeline
+		WHERE tenant_id = ? AND inquiry_id = ? ORDER BY version DESC LIMIT 1`), tenant, id).Scan(&e.Version, &e.Type, &e.Actor, &at, &data, &e.CommandID)
+	if errors.Is(err, sql.ErrNoRows) {
+		return e, fmt.Errorf("inquiry: %w", domain.ErrNotFound)
+	}
+	if err != nil {
+		return e, fmt.Errorf("timeline: %w", err)
+	}
+	e.OccurredAt, e.Data = time.Unix(0, at).UTC(), json.RawMessage(data)
+	return e, nil
+}
+
+// Timeline pages: DefaultTimelineLimit entries unless asked for fewer or more, at most
+// MaxTimelineLimit.
+const (
+	DefaultTimelineLimit = 100
+	MaxTimelineLimit     = 500
+)
+
+// TimelinePage returns at most limit entries of an inquiry's timeline with a version after after,
+// in order (keyset by version: a page's cost does not depend on its place in the timeline), and
+// next, the after of the following page (0 on the last page). limit ≤ 0 is DefaultTimelineLimit;
+// more than MaxTimelineLimit is MaxTimelineLimit. domain.ErrNotFound if the tenant has no such id.
+func (r *Reader) TimelinePage(ctx context.Context, tenant domain.TenantID, id domain.InquiryID, after uint64, limit int) ([]TimelineEntry, uint64, error) {
+	if limit <= 0 {
+		limit = DefaultTimelineLimit
+	}
+	limit = min(limit, MaxTimelineLimit)
+	rows, err := r.DB.QueryContext(ctx, r.DB.Rebind(`SELECT version, type, actor, occurred_at, data, command_id FROM qm_timeline
+		WHERE tenant_id = ? AND inquiry_id = ? AND version > ? ORDER BY version LIMIT ?`), tenant, id, int64(min(after, math.MaxInt64)), limit+1)
+	if err != nil {
+		return nil, 0, fmt.Errorf("timeline: %w", err)
+	}
+	defer rows.Close()
+	out := []TimelineEntry{}
+	for rows.Next() {
+		var e TimelineEntry
+		var at int64
+		var data string
+		if err := rows.Scan(&e.Version, &e.Type, &e.Actor, &at, &data, &e.CommandID); err != nil {
+			return nil, 0, err
+		}
+		e.OccurredAt, e.Data = time.Unix(0, at).UTC(), json.RawMessage(data)
+		out = append(out, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, 0, err
+	}
+	if len(out) == 0 {
+		// An empty page past the end of a timeline that exists is no error.
+		var one int
+		err := r.DB.QueryRowContext(ctx, r.DB.Rebind(`SELECT 1 FROM qm_timeline WHERE tenant_id = ? AND inquiry_id = ? LIMIT 1`), tenant, id).Scan(&one)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil, 0, fmt.Errorf("inquiry: %w", domain.ErrNotFound)
+		}
+		if err != nil {
+			return nil, 0, fmt.Errorf("timeline: %w", err)
+		}
+		return out, 0, nil
+	}
+	var next uint64
+	if len(out) > limit {
+		out = out[:limit]
+		next = out[len(out)-1].Version
+	}
+	return out, next, nil
 }
 
 // likeEscape quotes LIKE's wildcards.

@@ -409,9 +409,12 @@ func (c *Console) fail(w http.ResponseWriter, r *http.Request, s *session, err e
 // messageFor words an error code for people.
 func messageFor(code string, err error) string {
 	var ve *domain.ValidationError
+	var rl *domain.RateLimitError
 	switch {
 	case errors.As(err, &ve):
 		return "Please check " + ve.Field + ": " + ve.Reason + "."
+	case errors.As(err, &rl):
+		return "Not done: " + rl.Error() + "."
 	case code == "not_found":
 		return "Not found."
 	case code == "forbidden":

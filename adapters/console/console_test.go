@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -26,6 +27,7 @@ import (
 	"github.com/casebook/casebook/internal/clientaddr"
 	"github.com/casebook/casebook/internal/ratelimit"
 	"github.com/casebook/casebook/projections/querymodel"
+	"github.com/casebook/casebook/queries"
 	"github.com/casebook/casebook/tenancy"
 )
 
@@ -826,4 +828,55 @@ func TestDisabledPrincipalSignInAudited(t *testing.T) {
 			t.Fatalf("refusal not logged: %s", logs)
 		}
 	})
+}
+
+// TestTimelinePagesInConsole: an inquiry page shows its timeline a page at a time: the first
+// DefaultTimelineLimit events with a link to the later ones, which shows the rest and a link back;
+// a note past the hourly limit is refused on the page, saying when to try again.
+func TestTimelinePagesInConsole(t *testing.T) {
+	t.Parallel()
+	tb := setup(t, embedded(t))
+	id, _ := tb.intake(t, tb.acme, "k1")
+	ctx := t.Context()
+	target := commands.Target{Tenant: tb.acme, InquiryID: id, Actor: tb.opP}
+	// 1 + 59 + 2×20 + 2 events: past one page, within the per-hour limits.
+	for i := range domain.MaxNotesPerHour - 1 {
+		if _, err := tb.app.Commands.AddNote(ctx, commands.AddNote{Target: target, Body: fmt.Sprint("note ", i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range domain.MaxFollowUpsPerHour {
+		fu, err := tb.app.Commands.ScheduleFollowUp(ctx, commands.ScheduleFollowUp{Target: target, In: 2 * time.Hour})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tb.app.Commands.CancelFollowUp(ctx, commands.CancelFollowUp{Target: target, JobID: fu.JobID}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := tb.app.Commands.Claim(ctx, commands.Claim{Target: target}); err != nil {
+		t.Fatal(err)
+	}
+	tb.catchUp(t)
+	c := tb.client(t)
+	csrf := c.signIn(tb.op)
+	path := "/console/inquiries/" + string(id)
+	first := c.get(path)
+	next := fmt.Sprintf(`href="?from=%d#h-timeline"`, queries.DefaultTimelineLimit)
+	if n := strings.Count(first.body, `<li data-version="`); n != queries.DefaultTimelineLimit || !strings.Contains(first.body, next) {
+		t.Fatalf("first page: %d events, link to the next: %v", n, strings.Contains(first.body, next))
+	}
+	second := c.get(fmt.Sprintf("%s?from=%d", path, queries.DefaultTimelineLimit))
+	if n := strings.Count(second.body, `<li data-version="`); n != 2 || !strings.Contains(second.body, `data-version="102"`) ||
+		strings.Contains(second.body, `rel="next"`) || !strings.Contains(second.body, `First entries`) {
+		t.Fatalf("second page: %d events", n)
+	}
+	// The 60th note in the hour is accepted, the 61st refused on the page with when to retry.
+	if _, err := tb.app.Commands.AddNote(ctx, commands.AddNote{Target: target, Body: "the 60th"}); err != nil {
+		t.Fatal(err)
+	}
+	p := c.do("POST", path+"/note", url.Values{"csrf": {csrf}, "version": {"103"}, "body": {"the 61st"}}, nil)
+	if p.status != http.StatusTooManyRequests || !strings.Contains(p.body, "Not done: at most 60 notes per inquiry per 1h0m0s; try again in") {
+		t.Fatalf("61st note: %d", p.status)
+	}
 }

@@ -220,6 +220,10 @@ type inquiryView struct {
 	CanAssign  bool
 	CanArchive bool
 	Stale      string
+
+	// TimelineFrom is the version the shown page of the timeline starts after; TimelineNext the
+	// one the next page starts after (0: this is the last page).
+	TimelineFrom, TimelineNext uint64
 }
 
 type edge struct {
@@ -272,13 +276,15 @@ func (c *Console) inquiryData(r *http.Request, s *session, id domain.InquiryID) 
 	if err != nil {
 		return nil, 0, err
 	}
-	tl, err := c.Reader.Timeline(ctx, s.P.TenantID, id)
+	// The timeline a page at a time, from the version in ?from= on (keyset, as the API's).
+	from, _ := strconv.ParseUint(r.URL.Query().Get("from"), 10, 63)
+	tl, next, err := c.Reader.TimelinePage(ctx, s.P.TenantID, id, from, queries.DefaultTimelineLimit)
 	if err != nil && !errors.Is(err, domain.ErrNotFound) {
 		return nil, 0, err
 	}
 	names, people, teams := c.people(ctx, s.P.TenantID)
 	v := &inquiryView{Q: q, Owner: names[q.Owner], People: people, Prios: domain.Priorities, Form: map[string]string{}, Stale: c.staleness(),
-		Due: c.dueData(ctx, s.P.TenantID, id, names), FollowIn: followUpIn, Teams: teams}
+		Due: c.dueData(ctx, s.P.TenantID, id, names), FollowIn: followUpIn, Teams: teams, TimelineFrom: from, TimelineNext: next}
 	v.Files = c.attachmentRows(ctx, s.P.TenantID, id)
 	// An archived inquiry refuses every write but unarchive (the domain decides; the page offers
 	// only what would be accepted).

@@ -62,6 +62,7 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		body.Error.Field = ve.Field
 	}
 	var vc *domain.VersionConflictError
+	var rl *domain.RateLimitError
 	switch {
 	case status == http.StatusInternalServerError:
 		// Internal errors may carry storage details: log them, answer generically.
@@ -72,6 +73,9 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		// A lost race: the current version (also as ETag) and who changed it.
 		w.Header().Set("ETag", strconv.Quote(strconv.FormatUint(vc.Version, 10)))
 		body.Error.CurrentVersion, body.Error.ChangedBy = &vc.Version, string(vc.ChangedBy)
+	case errors.As(err, &rl):
+		// Whole seconds, rounded up: a client that waits this long is not refused again.
+		w.Header().Set("Retry-After", strconv.FormatInt(int64((rl.RetryAfter+time.Second-1)/time.Second), 10))
 	}
 	writeJSON(w, status, body)
 }

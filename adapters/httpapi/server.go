@@ -692,13 +692,43 @@ func (s *Server) timeline(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	items, err := s.Reader.Timeline(r.Context(), p.TenantID, domain.InquiryID(mux.Vars(r)["id"]))
+	q := r.URL.Query()
+	if err := onlyParams(q, timelineParams); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	var limit int
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > queries.MaxTimelineLimit {
+			s.writeError(w, r, domain.Invalid("limit", "must be between 1 and %d", queries.MaxTimelineLimit))
+			return
+		}
+		limit = n
+	}
+	var after uint64
+	if v := q.Get("after"); v != "" {
+		n, err := strconv.ParseUint(v, 10, 63)
+		if err != nil {
+			s.writeError(w, r, domain.Invalid("after", "must be a version (the next of the previous page)"))
+			return
+		}
+		after = n
+	}
+	items, next, err := s.Reader.TimelinePage(r.Context(), p.TenantID, domain.InquiryID(mux.Vars(r)["id"]), after, limit)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"items": items})
+	out := map[string]any{"items": items}
+	if next != 0 {
+		out["next"] = next
+	}
+	writeJSON(w, http.StatusOK, out)
 }
+
+// timelineParams are the timeline route's query parameters.
+var timelineParams = map[string]bool{"limit": true, "after": true, "consistent": true, "min_position": true}
 
 // target builds a command target from the request. required says whether If-Match must be present.
 func target(r *http.Request, required bool) (commands.Target, error) {

@@ -368,6 +368,8 @@ type clockState struct {
 	Held             bool                       `json:",omitzero"`
 	Erased           bool                       `json:",omitzero"`
 	ErasedAt         time.Time                  `json:",omitzero"`
+	NoteTimes        []time.Time                `json:",omitzero"`
+	FollowUpTimes    []time.Time                `json:",omitzero"`
 }
 
 func nullNanos(t time.Time) any {

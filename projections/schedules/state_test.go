@@ -32,6 +32,7 @@ func everyField(t *testing.T) domain.Inquiry {
 		PausedSince: at.Add(7 * time.Minute), SLAGeneration: 3,
 		Archived: true, ArchivedAt: at.Add(8 * time.Hour), RetainUntil: at.Add(9 * time.Hour),
 		RetentionClass: "standard", Held: true, Erased: true, ErasedAt: at.Add(10 * time.Hour),
+		NoteTimes: []time.Time{at.Add(11 * time.Minute)}, FollowUpTimes: []time.Time{at.Add(12 * time.Minute)},
 	}
 	v := reflect.ValueOf(q)
 	for i := range v.NumField() {

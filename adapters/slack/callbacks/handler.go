@@ -26,9 +26,9 @@ import (
 	"github.com/casebook/casebook/queries"
 )
 
-// History reads an inquiry's timeline, tenant-scoped (*queries.Reader).
+// History reads the latest entry of an inquiry's timeline, tenant-scoped (*queries.Reader).
 type History interface {
-	Timeline(ctx context.Context, tenant domain.TenantID, id domain.InquiryID) ([]queries.TimelineEntry, error)
+	LastTimelineEntry(ctx context.Context, tenant domain.TenantID, id domain.InquiryID) (queries.TimelineEntry, error)
 }
 
 // Store is what the handler needs of the installation registry (*slackinstall.Store).
@@ -558,6 +558,7 @@ func idempotencyKey(installKey string, it Interaction) string {
 func (h *Handler) explain(ctx context.Context, tenant domain.TenantID, id domain.InquiryID, err error) string {
 	var claimed *domain.ClaimedError
 	var ve *domain.ValidationError
+	var rl *domain.RateLimitError
 	switch {
 	case errors.As(err, &claimed):
 		return "Already claimed by " + h.name(ctx, tenant, claimed.Owner) + "."
@@ -579,6 +580,8 @@ func (h *Handler) explain(ctx context.Context, tenant domain.TenantID, id domain
 		return "This action was already used for something else; refresh and try again."
 	case errors.As(err, &ve):
 		return "Not done: " + ve.Error() + "."
+	case errors.As(err, &rl):
+		return "Not done: " + rl.Error() + "."
 	}
 	h.log().ErrorContext(ctx, "slack command failed", "tenant", string(tenant), "inquiry", string(id), "err", err)
 	return "Something went wrong; try again."
@@ -622,11 +625,10 @@ func (h *Handler) lastActor(ctx context.Context, tenant domain.TenantID, id doma
 	if h.History == nil {
 		return ""
 	}
-	tl, err := h.History.Timeline(ctx, tenant, id)
-	if err != nil || len(tl) == 0 {
+	last, err := h.History.LastTimelineEntry(ctx, tenant, id)
+	if err != nil {
 		return ""
 	}
-	last := tl[len(tl)-1]
 	if (version != 0 && last.Version != version) || last.Actor == "" {
 		return ""
 	}

@@ -198,3 +198,25 @@ func TestPreCommandRefusalsAudited(t *testing.T) {
 		}
 	}
 }
+
+// TestNoteRateLimitInSlack: a note submitted in Slack past the inquiry's hourly limit is refused in
+// the modal, saying the limit and when to try again, with nothing appended.
+func TestNoteRateLimitInSlack(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	id, ts := b.posted(t, "k1")
+	for i := range domain.MaxNotesPerHour {
+		if _, err := b.app.Commands.AddNote(t.Context(), commands.AddNote{Target: commands.Target{Tenant: b.tenant, InquiryID: id, Actor: b.olga},
+			Body: fmt.Sprint("note ", i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := apptest.LogLen(t, b.app)
+	rec := b.interact(t, submit("U0OLGA0001", ts, callbacks.ModalNote, "V0NOTE0001", "note", "called back"))
+	if body := rec.Body.String(); !strings.Contains(body, `"response_action":"errors"`) || !strings.Contains(body, "Not done: at most 60 notes per inquiry per 1h0m0s; try again in") {
+		t.Fatalf("modal submission = %d %s", rec.Code, body)
+	}
+	if n := apptest.LogLen(t, b.app); n != before {
+		t.Fatalf("a refused note appended: %d → %d events", before, n)
+	}
+}
