@@ -33,6 +33,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/gorilla/mux"
 
@@ -225,11 +227,16 @@ type session struct {
 	Name string // the tenant's display name
 }
 
+// cookieSecret reads the session cookie of the name this request's scheme sets, and only that
+// one: under https only the __Host- cookie, which a sibling domain cannot plant (login fixation),
+// and over plain HTTP only the plain one.
 func (c *Console) cookieSecret(r *http.Request) string {
-	for _, n := range []string{secureCookieName, cookieName} {
-		if ck, err := r.Cookie(n); err == nil {
-			return ck.Value
-		}
+	name := cookieName
+	if c.secure(r) {
+		name = secureCookieName
+	}
+	if ck, err := r.Cookie(name); err == nil {
+		return ck.Value
 	}
 	return ""
 }
@@ -271,14 +278,49 @@ func (c *Console) authed(next func(http.ResponseWriter, *http.Request, *session)
 // requestID is the API's request id, which the shared middleware puts in the response headers.
 func requestID(w http.ResponseWriter) string { return w.Header().Get("X-Request-Id") }
 
-// safeNext accepts only local paths as a post-sign-in destination (no open redirect).
+// home is where sign-in lands when it has no acceptable destination.
+const home = "/console/inbox"
+
+// safeNext accepts as a post-sign-in destination only a same-origin absolute path of the console
+// (under /console, or a receipt link). Its path, as given and fully percent-decoded, starts with
+// one "/" followed by neither "/" nor "\" and has no dot segment; the whole holds no control
+// character (browsers drop tabs and line breaks, so "/\t/evil" would become "//evil") and no
+// backslash (browsers read it as "/"). Anything else is the inbox.
 func safeNext(next string) string {
-	if next == "" || !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.HasPrefix(next, "/\\") ||
-		strings.ContainsAny(next, "\r\n") {
-		return "/console/inbox"
+	if len(next) > 2048 || strings.ContainsFunc(next, func(r rune) bool { return r == '\\' || unicode.IsControl(r) }) {
+		return home
 	}
-	if !strings.HasPrefix(next, "/console") && !strings.HasPrefix(next, "/inquiries/r/") {
-		return "/console/inbox"
+	raw := next
+	if i := strings.IndexAny(raw, "?#"); i >= 0 {
+		raw = raw[:i]
+	}
+	path := raw
+	for range 4 { // one layer of encoding per round; a path still encoded after that is refused
+		d, err := url.PathUnescape(path)
+		if err != nil {
+			return home
+		}
+		if d == path {
+			break
+		}
+		path = d
+	}
+	if d, err := url.PathUnescape(path); err != nil || d != path || !utf8.ValidString(path) {
+		return home
+	}
+	for _, p := range []string{raw, path} {
+		if len(p) < 2 || p[0] != '/' || p[1] == '/' ||
+			strings.ContainsFunc(p, func(r rune) bool { return r == '\\' || unicode.IsControl(r) }) {
+			return home
+		}
+		for seg := range strings.SplitSeq(p, "/") {
+			if seg == "." || seg == ".." {
+				return home
+			}
+		}
+		if p != "/console" && !strings.HasPrefix(p, "/console/") && !strings.HasPrefix(p, "/inquiries/r/") {
+			return home
+		}
 	}
 	return next
 }
