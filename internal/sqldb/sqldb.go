@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -19,6 +20,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -37,6 +39,21 @@ func IsUniqueViolation(err error) bool {
 	}
 	var pe *pgconn.PgError
 	return errors.As(err, &pe) && pe.Code == "23505"
+}
+
+// IsStorageFull reports whether err says the database's disk is full: SQLite's SQLITE_FULL (any
+// extended code), Postgres's disk_full (SQLSTATE 53100), or ENOSPC from a file this process writes.
+// Matched by the drivers' error types and codes, never by message text.
+func IsStorageFull(err error) bool {
+	var se *sqlite.Error
+	if errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_FULL {
+		return true
+	}
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && pe.Code == "53100" {
+		return true
+	}
+	return errors.Is(err, syscall.ENOSPC)
 }
 
 // Dialect is the SQL flavour of a database handle.
@@ -352,14 +369,30 @@ func InConnTx(ctx context.Context, db *DB, fn func(*Tx) error) error {
 	}
 	t := &Tx{Tx: tx, conn: conn, db: db, waited: waited}
 	if err := fn(t); err != nil {
-		_ = tx.Rollback()
+		if rerr := tx.Rollback(); rerr != nil {
+			db.discard(conn)
+		}
 		t.pages = db.countPages(conn, true)
 		return err
 	}
 	err = t.commit(ctx)
 	committed = err == nil
 	t.pages = db.countPages(conn, true)
+	if err != nil {
+		db.discard(conn)
+	}
 	return err
+}
+
+// discard closes a SQLite connection instead of returning it to the pool, after a COMMIT or
+// ROLLBACK failed: SQLite may leave the transaction open then (SQLITE_FULL, SQLITE_IOERR), and
+// database/sql would hand the connection on as it is, so that every later BEGIN on it failed.
+// Closing the connection rolls back whatever it still holds.
+func (db *DB) discard(conn *sql.Conn) {
+	if db.Dialect != SQLite {
+		return
+	}
+	_ = conn.Raw(func(any) error { return driver.ErrBadConn })
 }
 
 // countPages returns the pages conn wrote since it was last asked (SQLite's per-connection
