@@ -29,6 +29,7 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -186,7 +187,13 @@ func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 func (c *Console) routes() http.Handler {
+	// Forms post only from this origin; the synchronizer token (csrf field) is checked per route.
+	return http.NewCrossOriginProtection().Handler(c.mux())
+}
+
+func (c *Console) mux() *mux.Router {
 	r := mux.NewRouter()
+	r.Use(c.checkQuery)
 	r.NotFoundHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		c.renderError(w, r, nil, http.StatusNotFound, "There is no such page.")
 	})
@@ -206,8 +213,55 @@ func (c *Console) routes() http.Handler {
 	r.HandleFunc("/console/inquiries/{id}/{action}", c.authed(c.act)).Methods(http.MethodPost)
 	r.HandleFunc("/console/admin", c.authed(c.admin)).Methods(http.MethodGet)
 	r.HandleFunc("/console/admin/{area}/{op}", c.authed(c.adminAct)).Methods(http.MethodPost)
-	// Forms post only from this origin; the synchronizer token (csrf field) is checked per route.
-	return http.NewCrossOriginProtection().Handler(r)
+	return r
+}
+
+// pageParams are the query parameters each page reads, by method and route template: the one
+// allow-list of the console's routes (checkQuery). A route not listed takes none.
+var pageParams = map[string][]string{
+	"GET /console/signin": {"next", "signed_out"},
+	// The API's list filters, plus q (a receipt or words of a subject).
+	"GET /console/inbox":          {"status", "owner", "priority", "team", "q", "cursor", "breached", "due_before", "archived"},
+	"GET /console/events":         {"inquiry", "since"},
+	"GET /console/dashboard":      {"from", "to"},
+	"GET /console/inquiries/{id}": {"after", "done"},
+	"GET /console/admin":          {"done"},
+}
+
+// PageParams returns the query parameters method on the route template takes (nil: none).
+func PageParams(method, template string) []string { return pageParams[method+" "+template] }
+
+// checkQuery refuses (400) a request with a query parameter its route does not take, or one given
+// twice, before the page runs: a misspelt filter must not silently show everything.
+func (c *Console) checkQuery(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.RawQuery == "" {
+			next.ServeHTTP(w, r)
+			return
+		}
+		tpl := ""
+		if m := mux.CurrentRoute(r); m != nil {
+			tpl, _ = m.GetPathTemplate()
+		}
+		allowed := pageParams[r.Method+" "+tpl]
+		q := r.URL.Query()
+		keys := make([]string, 0, len(q))
+		for k := range q {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		for _, k := range keys {
+			if !slices.Contains(allowed, k) || len(q[k]) > 1 {
+				msg := "Unknown query parameter " + strconv.Quote(domain.CutRunes(k, 64)) + "."
+				if len(q[k]) > 1 && slices.Contains(allowed, k) {
+					msg = "The query parameter " + strconv.Quote(k) + " is given more than once."
+				}
+				c.renderError(w, r, nil, http.StatusBadRequest, msg)
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // staticHandler serves the embedded assets with a long cache lifetime.
