@@ -7,7 +7,6 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
-	"database/sql/driver"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -369,30 +368,17 @@ func InConnTx(ctx context.Context, db *DB, fn func(*Tx) error) error {
 	}
 	t := &Tx{Tx: tx, conn: conn, db: db, waited: waited}
 	if err := fn(t); err != nil {
-		if rerr := tx.Rollback(); rerr != nil {
-			db.discard(conn)
-		}
+		_ = tx.Rollback()
 		t.pages = db.countPages(conn, true)
 		return err
 	}
+	// A COMMIT that fails (SQLITE_FULL, a deferred constraint) is rolled back by the SQLite driver,
+	// so the connection goes back to the pool with no transaction open
+	// (TestFailedCommitLeavesNoOpenTransaction).
 	err = t.commit(ctx)
 	committed = err == nil
 	t.pages = db.countPages(conn, true)
-	if err != nil {
-		db.discard(conn)
-	}
 	return err
-}
-
-// discard closes a SQLite connection instead of returning it to the pool, after a COMMIT or
-// ROLLBACK failed: SQLite may leave the transaction open then (SQLITE_FULL, SQLITE_IOERR), and
-// database/sql would hand the connection on as it is, so that every later BEGIN on it failed.
-// Closing the connection rolls back whatever it still holds.
-func (db *DB) discard(conn *sql.Conn) {
-	if db.Dialect != SQLite {
-		return
-	}
-	_ = conn.Raw(func(any) error { return driver.ErrBadConn })
 }
 
 // countPages returns the pages conn wrote since it was last asked (SQLite's per-connection
