@@ -5,6 +5,7 @@ import (
 	"net/http"
 
 	"github.com/casebook/casebook/domain"
+	"github.com/casebook/casebook/internal/sqldb"
 )
 
 // errorTable is the one mapping of command errors to their stable code, the HTTP status the API
@@ -13,26 +14,32 @@ import (
 // the first sentinel err matches wins.
 var errorTable = []struct {
 	err     error
+	is      func(error) bool // matches instead of err, for errors of the storage drivers
 	code    string
 	status  int
 	message string
 }{
-	{domain.ErrUnauthenticated, "unauthenticated", http.StatusUnauthorized, "a valid bearer token is required"},
-	{domain.ErrPrincipalDisabled, "principal_disabled", http.StatusForbidden, "this principal is disabled; an admin of the tenant can enable it again"},
-	{domain.ErrForbidden, "forbidden", http.StatusForbidden, "forbidden"},
-	{domain.ErrNotFound, "not_found", http.StatusNotFound, "not found"},
-	{domain.ErrPreconditionRequired, "precondition_required", http.StatusPreconditionRequired, "If-Match is required"},
-	{domain.ErrConcurrency, "version_mismatch", http.StatusPreconditionFailed, "the inquiry changed; reload it and try again"},
-	{domain.ErrAlreadyClaimed, "already_claimed", http.StatusConflict, "already claimed"},
-	{domain.ErrLegalHold, "legal_hold", http.StatusConflict, "the inquiry is under legal hold"},
-	{domain.ErrErased, "erased", http.StatusConflict, "the inquiry was erased"},
-	{domain.ErrArchived, "archived", http.StatusConflict, "the inquiry is archived; unarchive it first"},
-	{domain.ErrConflict, "conflict", http.StatusConflict, "conflict"},
-	{domain.ErrRateLimited, "rate_limited", http.StatusTooManyRequests, "too many changes of this kind to the inquiry; try again later"},
-	{domain.ErrIdempotencyMismatch, "idempotency_key_reused", http.StatusUnprocessableEntity, "idempotency key reused with a different request"},
-	{domain.ErrInvalidTransition, "invalid_transition", http.StatusUnprocessableEntity, "invalid transition"},
-	{domain.ErrValidation, "validation_failed", http.StatusUnprocessableEntity, "validation failed"},
+	{err: domain.ErrUnauthenticated, code: "unauthenticated", status: http.StatusUnauthorized, message: "a valid bearer token is required"},
+	{err: domain.ErrPrincipalDisabled, code: "principal_disabled", status: http.StatusForbidden, message: "this principal is disabled; an admin of the tenant can enable it again"},
+	{err: domain.ErrForbidden, code: "forbidden", status: http.StatusForbidden, message: "forbidden"},
+	{err: domain.ErrNotFound, code: "not_found", status: http.StatusNotFound, message: "not found"},
+	{err: domain.ErrPreconditionRequired, code: "precondition_required", status: http.StatusPreconditionRequired, message: "If-Match is required"},
+	{err: domain.ErrConcurrency, code: "version_mismatch", status: http.StatusPreconditionFailed, message: "the inquiry changed; reload it and try again"},
+	{err: domain.ErrAlreadyClaimed, code: "already_claimed", status: http.StatusConflict, message: "already claimed"},
+	{err: domain.ErrLegalHold, code: "legal_hold", status: http.StatusConflict, message: "the inquiry is under legal hold"},
+	{err: domain.ErrErased, code: "erased", status: http.StatusConflict, message: "the inquiry was erased"},
+	{err: domain.ErrArchived, code: "archived", status: http.StatusConflict, message: "the inquiry is archived; unarchive it first"},
+	{err: domain.ErrConflict, code: "conflict", status: http.StatusConflict, message: "conflict"},
+	{err: domain.ErrRateLimited, code: "rate_limited", status: http.StatusTooManyRequests, message: "too many changes of this kind to the inquiry; try again later"},
+	{err: domain.ErrIdempotencyMismatch, code: "idempotency_key_reused", status: http.StatusUnprocessableEntity, message: "idempotency key reused with a different request"},
+	{err: domain.ErrInvalidTransition, code: "invalid_transition", status: http.StatusUnprocessableEntity, message: "invalid transition"},
+	{err: domain.ErrValidation, code: "validation_failed", status: http.StatusUnprocessableEntity, message: "validation failed"},
+	// Nothing was written; the caller retries once space returns (the HTTP API adds Retry-After).
+	{is: sqldb.IsStorageFull, code: StorageFull, status: http.StatusServiceUnavailable, message: "storage is full; nothing was recorded, retry later"},
 }
+
+// StorageFull is the code of a refusal because the database's disk is full (503).
+const StorageFull = "storage_full"
 
 // Internal is the code of every error outside the table.
 const Internal = "internal"
@@ -43,7 +50,7 @@ const Internal = "internal"
 // "internal error": its text may name streams, SQL or tenants and is for the logs only.
 func Classify(err error) (code string, status int, message string) {
 	for _, c := range errorTable {
-		if errors.Is(err, c.err) {
+		if c.err != nil && errors.Is(err, c.err) || c.is != nil && c.is(err) {
 			return c.code, c.status, showable(err, c.message)
 		}
 	}

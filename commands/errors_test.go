@@ -3,10 +3,15 @@ package commands_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io/fs"
 	"net/http"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
+
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/casebook/casebook/commands"
 	"github.com/casebook/casebook/domain"
@@ -80,7 +85,7 @@ func TestErrorTable(t *testing.T) {
 		}
 		seen[code] = true
 	}
-	if len(commands.ErrorCodes()) != len(sentinels)+1 {
+	if len(commands.ErrorCodes()) != len(sentinels)+2 { // and storage_full, internal
 		t.Errorf("ErrorCodes = %v; a sentinel was added without a test row", commands.ErrorCodes())
 	}
 	code, status, msg := commands.Classify(errors.New(`pq: relation "inquiry-t1-x" at revision 4`))
@@ -89,5 +94,30 @@ func TestErrorTable(t *testing.T) {
 	}
 	if commands.ErrorCode(nil) != "" {
 		t.Fatal("ErrorCode(nil) is not empty")
+	}
+}
+
+// TestStorageFullIs503: a full disk, as either database or the file system reports it, is
+// storage_full, 503, with a message that says nothing was recorded; other driver errors stay
+// internal.
+func TestStorageFullIs503(t *testing.T) {
+	t.Parallel()
+	for name, err := range map[string]error{
+		"Postgres disk_full":   &pgconn.PgError{Code: "53100", Message: "could not extend file"},
+		"ENOSPC":               &fs.PathError{Op: "write", Path: "/data/x", Err: syscall.ENOSPC},
+		"wrapped Postgres one": fmt.Errorf("append: %w", &pgconn.PgError{Code: "53100"}),
+	} {
+		code, status, msg := commands.Classify(err)
+		if code != commands.StorageFull || status != http.StatusServiceUnavailable || !strings.Contains(msg, "nothing was recorded") {
+			t.Errorf("%s: %s %d %q", name, code, status, msg)
+		}
+	}
+	for name, err := range map[string]error{
+		"Postgres out of memory (53200)": &pgconn.PgError{Code: "53200"},
+		"EIO":                            &fs.PathError{Op: "write", Path: "/data/x", Err: syscall.EIO},
+	} {
+		if code, status, _ := commands.Classify(err); code != commands.Internal || status != http.StatusInternalServerError {
+			t.Errorf("%s: %s %d, want internal", name, code, status)
+		}
 	}
 }

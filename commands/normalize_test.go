@@ -42,13 +42,13 @@ func checkNormalized(out string, multiline bool) string {
 
 // FuzzNormalize: Normalize's output is valid UTF-8, NFC, trimmed, free of control, bidi and
 // stripped invisible characters (but "\n" and "\t" in multiline fields), normalizing it again
-// changes nothing, and the domain accepts it as clean text.
+// changes nothing, and the domain accepts it as clean text unless nothing visible is left.
 func FuzzNormalize(f *testing.F) {
 	for _, s := range []string{
 		"", " ", "Ada Lovelace", "Ade\u0301la", "e\u0301\u0323", "\u1100\u1161\u11a8", "Hello\r\nworld\r", "tab\there",
 		"\x00\x07\x1b[31mred", "\u202egnp.exe", "\u2066iso\u2069", "line\u2028sep\u2029para\u0085nel", "\xff\xfe bad",
 		" \u00a0\u3000 spaced \u3000", "ﬁ ligature Å Å", "\u0301 leading combining", "a\u200db zero width joiner", "\r\r\n\n",
-		"\u200b\u2060\ufeff", "\u3164", "a\u200bb@example.com",
+		"\u200b\u2060\ufeff", "\u3164", "a\u200bb@example.com", "\ufe0f", "\u20dd", "\U000e0100",
 	} {
 		f.Add(s, false)
 		f.Add(s, true)
@@ -61,8 +61,13 @@ func FuzzNormalize(f *testing.F) {
 		if again := commands.Normalize(out, multiline); again != out {
 			t.Fatalf("not idempotent: %+q → %+q → %+q", s, out, again)
 		}
-		if err := domain.CheckName("name", out, false); !multiline && err != nil && utf8.RuneCountInString(out) <= domain.MaxNameLen {
+		// The domain accepts it as clean text; it refuses only text with nothing visible left.
+		err := domain.CheckName("name", out, false)
+		if !multiline && err != nil && utf8.RuneCountInString(out) <= domain.MaxNameLen && domain.Visible(out) {
 			t.Fatalf("the domain refuses normalized %+q: %v", out, err)
+		}
+		if err == nil && out != "" && !domain.Visible(out) {
+			t.Fatalf("the domain accepts invisible-only %+q", out)
 		}
 	})
 }

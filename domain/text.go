@@ -15,9 +15,10 @@ import (
 // multiline fields; bidirectional embedding, override and isolate controls (they disguise text);
 // invisible characters that carry no meaning in a field (zero-width space, word joiner and
 // invisible operators, byte-order mark, Mongolian vowel separator). Kept: the zero-width joiner and
-// non-joiner and the bidi marks (LRM, RLM, ALM), which scripts and emoji need. A required field
-// must hold a visible character: one that is graphic and neither white space, a format character
-// (Cf) nor a blank letter such as U+3164 HANGUL FILLER.
+// non-joiner and the bidi marks (LRM, RLM, ALM), which scripts and emoji need. A required field,
+// and an optional one that is given, must hold a visible character: one that is graphic and
+// neither white space, a mark (combining marks and variation selectors only modify a character
+// before them), a format character (Cf) nor a blank letter such as U+3164 HANGUL FILLER.
 
 // stripped reports whether CleanText removes r (line breaks and tabs are handled apart).
 func stripped(r rune) bool {
@@ -84,7 +85,7 @@ func CleanText(s string, multiline bool) string {
 // Visible reports whether s holds at least one visible character.
 func Visible(s string) bool {
 	for _, r := range s {
-		if unicode.IsGraphic(r) && !unicode.IsSpace(r) && !unicode.Is(unicode.Cf, r) && !blank(r) {
+		if unicode.IsGraphic(r) && !unicode.IsSpace(r) && !unicode.IsMark(r) && !unicode.Is(unicode.Cf, r) && !blank(r) {
 			return true
 		}
 	}

@@ -188,17 +188,27 @@ func checkLine(field, v string, required bool, maxRunes int) error {
 }
 
 // CheckText validates a free-text field of any layer under the one text policy: clean (see
-// text.go), visible when required, at most maxRunes characters; line breaks only when multiline.
+// text.go), required or optional, visible when given, at most maxRunes characters; line breaks
+// only when multiline.
 func CheckText(field, v string, required bool, maxRunes int, multiline bool) error {
 	return checkField(field, v, required, maxRunes, multiline)
+}
+
+// NotVisible is the validation error of a field that holds only white space, marks or invisible
+// formatting characters.
+func NotVisible(field string) error {
+	return Invalid(field, "must contain at least one visible character, not only white space, marks or invisible formatting characters")
 }
 
 func checkField(field, v string, required bool, maxRunes int, multiline bool) error {
 	if err := checkClean(field, v, multiline); err != nil {
 		return err
 	}
-	if required && !Visible(v) {
-		return Invalid(field, "is required")
+	switch {
+	case v == "" && required:
+		return Invalid(field, "is required and must contain at least one visible character")
+	case v != "" && !Visible(v):
+		return NotVisible(field)
 	}
 	if utf8.RuneCountInString(v) > maxRunes {
 		return Invalid(field, "must be at most %d characters", maxRunes)

@@ -79,8 +79,8 @@ func applyEach(ctx context.Context, p Projection, b *Batch, name string, evs []e
 			continue
 		}
 		if err := applyOne(ctx, p, b, e); err != nil {
-			if ctx.Err() != nil {
-				return 0, err
+			if ctx.Err() != nil || sqldb.IsStorageFull(err) {
+				return 0, err // the database's fault, not the event's: the batch is retried
 			}
 			failed++
 			if hp := (*handlerPanic)(nil); errors.As(err, &hp) {

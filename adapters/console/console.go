@@ -29,10 +29,13 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/gorilla/mux"
 
@@ -186,7 +189,13 @@ func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 func (c *Console) routes() http.Handler {
+	// Forms post only from this origin; the synchronizer token (csrf field) is checked per route.
+	return http.NewCrossOriginProtection().Handler(c.mux())
+}
+
+func (c *Console) mux() *mux.Router {
 	r := mux.NewRouter()
+	r.Use(c.checkQuery)
 	r.NotFoundHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		c.renderError(w, r, nil, http.StatusNotFound, "There is no such page.")
 	})
@@ -207,8 +216,55 @@ func (c *Console) routes() http.Handler {
 	r.HandleFunc("/console/inquiries/{id}/attachments/{attachment_id}", c.authed(c.attachment)).Methods(http.MethodGet)
 	r.HandleFunc("/console/admin", c.authed(c.admin)).Methods(http.MethodGet)
 	r.HandleFunc("/console/admin/{area}/{op}", c.authed(c.adminAct)).Methods(http.MethodPost)
-	// Forms post only from this origin; the synchronizer token (csrf field) is checked per route.
-	return http.NewCrossOriginProtection().Handler(r)
+	return r
+}
+
+// pageParams are the query parameters each page reads, by method and route template: the one
+// allow-list of the console's routes (checkQuery). A route not listed takes none.
+var pageParams = map[string][]string{
+	"GET /console/signin": {"next", "signed_out"},
+	// The API's list filters, plus q (a receipt or words of a subject).
+	"GET /console/inbox":          {"status", "owner", "priority", "team", "q", "cursor", "breached", "due_before", "archived"},
+	"GET /console/events":         {"inquiry", "since"},
+	"GET /console/dashboard":      {"from", "to"},
+	"GET /console/inquiries/{id}": {"after", "done"},
+	"GET /console/admin":          {"done"},
+}
+
+// PageParams returns the query parameters method on the route template takes (nil: none).
+func PageParams(method, template string) []string { return pageParams[method+" "+template] }
+
+// checkQuery refuses (400) a request with a query parameter its route does not take, or one given
+// twice, before the page runs: a misspelt filter must not silently show everything.
+func (c *Console) checkQuery(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.RawQuery == "" {
+			next.ServeHTTP(w, r)
+			return
+		}
+		tpl := ""
+		if m := mux.CurrentRoute(r); m != nil {
+			tpl, _ = m.GetPathTemplate()
+		}
+		allowed := pageParams[r.Method+" "+tpl]
+		q := r.URL.Query()
+		keys := make([]string, 0, len(q))
+		for k := range q {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		for _, k := range keys {
+			if !slices.Contains(allowed, k) || len(q[k]) > 1 {
+				msg := "Unknown query parameter " + strconv.Quote(domain.CutRunes(k, 64)) + "."
+				if len(q[k]) > 1 && slices.Contains(allowed, k) {
+					msg = "The query parameter " + strconv.Quote(k) + " is given more than once."
+				}
+				c.renderError(w, r, nil, http.StatusBadRequest, msg)
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // staticHandler serves the embedded assets with a long cache lifetime.
@@ -228,11 +284,16 @@ type session struct {
 	Name string // the tenant's display name
 }
 
+// cookieSecret reads the session cookie of the name this request's scheme sets, and only that
+// one: under https only the __Host- cookie, which a sibling domain cannot plant (login fixation),
+// and over plain HTTP only the plain one.
 func (c *Console) cookieSecret(r *http.Request) string {
-	for _, n := range []string{secureCookieName, cookieName} {
-		if ck, err := r.Cookie(n); err == nil {
-			return ck.Value
-		}
+	name := cookieName
+	if c.secure(r) {
+		name = secureCookieName
+	}
+	if ck, err := r.Cookie(name); err == nil {
+		return ck.Value
 	}
 	return ""
 }
@@ -274,14 +335,49 @@ func (c *Console) authed(next func(http.ResponseWriter, *http.Request, *session)
 // requestID is the API's request id, which the shared middleware puts in the response headers.
 func requestID(w http.ResponseWriter) string { return w.Header().Get("X-Request-Id") }
 
-// safeNext accepts only local paths as a post-sign-in destination (no open redirect).
+// home is where sign-in lands when it has no acceptable destination.
+const home = "/console/inbox"
+
+// safeNext accepts as a post-sign-in destination only a same-origin absolute path of the console
+// (under /console, or a receipt link). Its path, as given and fully percent-decoded, starts with
+// one "/" followed by neither "/" nor "\" and has no dot segment; the whole holds no control
+// character (browsers drop tabs and line breaks, so "/\t/evil" would become "//evil") and no
+// backslash (browsers read it as "/"). Anything else is the inbox.
 func safeNext(next string) string {
-	if next == "" || !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.HasPrefix(next, "/\\") ||
-		strings.ContainsAny(next, "\r\n") {
-		return "/console/inbox"
+	if len(next) > 2048 || strings.ContainsFunc(next, func(r rune) bool { return r == '\\' || unicode.IsControl(r) }) {
+		return home
 	}
-	if !strings.HasPrefix(next, "/console") && !strings.HasPrefix(next, "/inquiries/r/") {
-		return "/console/inbox"
+	raw := next
+	if i := strings.IndexAny(raw, "?#"); i >= 0 {
+		raw = raw[:i]
+	}
+	path := raw
+	for range 4 { // one layer of encoding per round; a path still encoded after that is refused
+		d, err := url.PathUnescape(path)
+		if err != nil {
+			return home
+		}
+		if d == path {
+			break
+		}
+		path = d
+	}
+	if d, err := url.PathUnescape(path); err != nil || d != path || !utf8.ValidString(path) {
+		return home
+	}
+	for _, p := range []string{raw, path} {
+		if len(p) < 2 || p[0] != '/' || p[1] == '/' ||
+			strings.ContainsFunc(p, func(r rune) bool { return r == '\\' || unicode.IsControl(r) }) {
+			return home
+		}
+		for seg := range strings.SplitSeq(p, "/") {
+			if seg == "." || seg == ".." {
+				return home
+			}
+		}
+		if p != "/console" && !strings.HasPrefix(p, "/console/") && !strings.HasPrefix(p, "/inquiries/r/") {
+			return home
+		}
 	}
 	return next
 }

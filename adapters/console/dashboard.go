@@ -27,9 +27,6 @@ func (c *Console) dashboard(w http.ResponseWriter, r *http.Request, s *session) 
 		return
 	}
 	q := r.URL.Query()
-	if !c.onlyParams(w, r, s, map[string]bool{"from": true, "to": true}) {
-		return
-	}
 	from, to, err := queries.StatsRange(q.Get("from"), q.Get("to"), c.Now())
 	if err != nil {
 		c.fail(w, r, s, err)

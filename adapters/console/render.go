@@ -3,11 +3,15 @@ package console
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"html/template"
 	"net/http"
+	"net/mail"
 	"net/url"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/casebook/casebook/domain"
 )
@@ -39,6 +43,31 @@ var funcs = template.FuncMap{
 	"path":    url.PathEscape,
 	"query":   url.QueryEscape,
 	"cleared": func(field string) bool { return domain.Cleared(field, domain.Personal) },
+	"mailto":  mailto,
+}
+
+// mailto is the mailto: link of a plain address, percent-encoded as RFC 6068 asks: an addr-spec
+// that net/mail reads back unchanged, with no "?", "&", "%", white space, control or format
+// character (a "?" would start header fields such as cc or body). Anything else is "", and the
+// page shows the address as text without a link.
+func mailto(addr string) template.URL {
+	a, err := mail.ParseAddress(addr)
+	if err != nil || a.Name != "" || a.Address != addr || !utf8.ValidString(addr) || strings.ContainsFunc(addr, func(r rune) bool {
+		return r == '?' || r == '&' || r == '%' || unicode.IsSpace(r) || unicode.IsControl(r) || unicode.Is(unicode.Cf, r)
+	}) {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString("mailto:")
+	for i := range len(addr) {
+		c := addr[i]
+		if 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("-._~!$'()*+;:@", c) >= 0 {
+			b.WriteByte(c)
+		} else {
+			fmt.Fprintf(&b, "%%%02X", c)
+		}
+	}
+	return template.URL(b.String()) //nolint:gosec // built above from an allow-list and percent-encoding
 }
 
 // detail summarises a timeline entry's data: the fields people read, principals by name.

@@ -64,6 +64,8 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	var vc *domain.VersionConflictError
 	var rl *domain.RateLimitError
 	switch {
+	case body.Error.Code == commands.StorageFull:
+		s.storageFull(w, r, err)
 	case status == http.StatusInternalServerError:
 		// Internal errors may carry storage details: log them, answer generically.
 		s.logger().ErrorContext(r.Context(), "request failed", "request_id", body.Error.RequestID, "err", err)
@@ -78,6 +80,16 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		w.Header().Set("Retry-After", strconv.FormatInt(int64((rl.RetryAfter+time.Second-1)/time.Second), 10))
 	}
 	writeJSON(w, status, body)
+}
+
+// StorageFullRetryAfter is the Retry-After, in seconds, of a refusal because the disk is full.
+const StorageFullRetryAfter = 30
+
+// storageFull logs a refusal because the database's disk is full, for the operator who must free
+// space, and asks the client to retry later.
+func (s *Server) storageFull(w http.ResponseWriter, r *http.Request, err error) {
+	w.Header().Set("Retry-After", strconv.Itoa(StorageFullRetryAfter))
+	s.logger().ErrorContext(r.Context(), "storage full: request refused, nothing recorded", "request_id", requestID(r.Context()), "err", err)
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

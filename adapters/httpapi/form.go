@@ -16,6 +16,7 @@ import (
 
 	"github.com/gorilla/mux"
 
+	"github.com/casebook/casebook/commands"
 	"github.com/casebook/casebook/domain"
 	"github.com/casebook/casebook/tenancy"
 )
@@ -230,6 +231,9 @@ func (s *Server) renderFormError(w http.ResponseWriter, r *http.Request, err err
 	status, code := statusOf(err)
 	msg, ok := formMessages[code]
 	switch {
+	case code == commands.StorageFull:
+		s.storageFull(w, r, err)
+		msg = "We cannot take submissions right now. Please try again in a few minutes."
 	case status >= http.StatusInternalServerError:
 		s.logger().ErrorContext(r.Context(), "request failed", "request_id", requestID(r.Context()), "err", err)
 		msg = "Something went wrong on our side. Please try again later."

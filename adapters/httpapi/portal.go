@@ -222,8 +222,6 @@ func (s *Server) portalConsistent(r *http.Request) error {
 	return nil
 }
 
-var portalListParams = map[string]bool{"external_id": true}
-
 // portalList is GET /v1/portal/inquiries?external_id=…: the caller's own submissions for that
 // customer, newest first (at most MaxPortalList), as requester-facing views.
 func (s *Server) portalList(w http.ResponseWriter, r *http.Request) {
@@ -232,9 +230,9 @@ func (s *Server) portalList(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, &apiError{http.StatusNotFound, "not_found", "no such route"})
 		return
 	}
-	err := onlyParams(r.URL.Query(), portalListParams)
+	var err error
 	ext := r.URL.Query().Get("external_id")
-	if err == nil && ext == "" {
+	if ext == "" {
 		err = &apiError{http.StatusBadRequest, "bad_request", "external_id is required"}
 	}
 	var ids []domain.InquiryID
@@ -269,11 +267,8 @@ func (s *Server) portalGet(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, &apiError{http.StatusNotFound, "not_found", "no such route"})
 		return
 	}
-	err := onlyParams(r.URL.Query(), nil)
+	err := s.portalConsistent(r)
 	var ids []domain.InquiryID
-	if err == nil {
-		err = s.portalConsistent(r)
-	}
 	if err == nil {
 		ids, err = s.Portal.Find(r.Context(), p.TenantID, p.ID, mux.Vars(r)["receipt"], "", 1)
 	}

@@ -118,7 +118,7 @@ func (s *Server) Handler() http.Handler {
 
 func (s *Server) router() *mux.Router {
 	r := mux.NewRouter()
-	r.Use(recordRoute)
+	r.Use(recordRoute, s.checkQuery)
 	r.NotFoundHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, &apiError{http.StatusNotFound, "not_found", "no such route"})
 	})
@@ -602,22 +602,12 @@ func (s *Server) read(w http.ResponseWriter, r *http.Request) (domain.Principal,
 	return p, true
 }
 
-// listParams are the list route's query parameters; any other answers 400 rather than being
-// ignored (a misspelt filter would otherwise list everything).
-var listParams = map[string]bool{"status": true, "owner": true, "priority": true, "team": true, "receipt": true,
-	"subject": true, "limit": true, "cursor": true, "consistent": true, "min_position": true,
-	"breached": true, "due_before": true, "archived": true}
-
 func (s *Server) listInquiries(w http.ResponseWriter, r *http.Request) {
 	p, ok := s.read(w, r)
 	if !ok {
 		return
 	}
 	q := r.URL.Query()
-	if err := onlyParams(q, listParams); err != nil {
-		s.writeError(w, r, err)
-		return
-	}
 	f := queries.Filter{Owner: domain.PrincipalID(q.Get("owner")), Team: q.Get("team"), Receipt: q.Get("receipt"),
 		Subject: q.Get("subject")}
 	var err error

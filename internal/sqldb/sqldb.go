@@ -19,6 +19,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -37,6 +38,21 @@ func IsUniqueViolation(err error) bool {
 	}
 	var pe *pgconn.PgError
 	return errors.As(err, &pe) && pe.Code == "23505"
+}
+
+// IsStorageFull reports whether err says the database's disk is full: SQLite's SQLITE_FULL (any
+// extended code), Postgres's disk_full (SQLSTATE 53100), or ENOSPC from a file this process writes.
+// Matched by the drivers' error types and codes, never by message text.
+func IsStorageFull(err error) bool {
+	var se *sqlite.Error
+	if errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_FULL {
+		return true
+	}
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && pe.Code == "53100" {
+		return true
+	}
+	return errors.Is(err, syscall.ENOSPC)
 }
 
 // Dialect is the SQL flavour of a database handle.
@@ -369,6 +385,9 @@ func InConnTx(ctx context.Context, db *DB, fn func(*Tx) error) error {
 		t.pages = db.countPages(conn, true)
 		return err
 	}
+	// A COMMIT that fails (SQLITE_FULL, a deferred constraint) is rolled back by the SQLite driver,
+	// so the connection goes back to the pool with no transaction open
+	// (TestFailedCommitLeavesNoOpenTransaction).
 	err = t.commit(ctx)
 	committed = err == nil
 	t.pages = db.countPages(conn, true)
