@@ -227,7 +227,7 @@ var pageParams = map[string][]string{
 	"GET /console/inbox":          {"status", "owner", "priority", "team", "q", "cursor", "breached", "due_before", "archived"},
 	"GET /console/events":         {"inquiry", "since"},
 	"GET /console/dashboard":      {"from", "to"},
-	"GET /console/inquiries/{id}": {"after", "done"},
+	"GET /console/inquiries/{id}": {"after", "done", "from"},
 	"GET /console/admin":          {"done"},
 }
 
