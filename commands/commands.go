@@ -19,6 +19,7 @@ import (
 	"encoding/base32"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/casebook/casebook/domain"
@@ -41,6 +42,17 @@ type Handler struct {
 	NewID  func() string
 	// Keys destroys data keys on erasure (nil: erasure is refused).
 	Keys Shredder
+
+	// appendOpts go with every append (AppendingWith).
+	appendOpts []eventstore.AppendOption
+}
+
+// AppendingWith returns a copy of h whose every append carries opts, after those h's appends
+// carry: Audited gives it the companion row of a command's audit entry.
+func (h *Handler) AppendingWith(opts ...eventstore.AppendOption) Executor {
+	c := *h
+	c.appendOpts = append(slices.Clip(h.appendOpts), opts...)
+	return &c
 }
 
 // Result is what a command produced: the inquiry's version after it and the log position to wait for
@@ -126,13 +138,14 @@ func (h *Handler) Intake(ctx context.Context, c Intake) (IntakeResult, error) {
 	// The inquiry's id grows with time, so each per-inquiry index takes it at its end, unless
 	// the store keeps no claims: then a keyed intake's id is the derived one, and the stream's
 	// own "no stream" condition catches a redelivery.
-	id, claim, appendCtx := derived, "", ctx
+	id, claim := derived, ""
+	var claimOpt eventstore.AppendOption
 	if auto {
 		id = h.newInquiryID()
 	} else if claims, ok := h.Store.(eventstore.Claimer); ok {
 		name := eventstore.InquiryStream(c.Tenant, derived)
-		if cctx, ok := claims.WithClaim(ctx, name); ok {
-			id, claim, appendCtx = h.newInquiryID(), name, cctx
+		if opt, ok := claims.Claim(name); ok {
+			id, claim, claimOpt = h.newInquiryID(), name, opt
 		}
 	}
 	evs, err := domain.Receive(domain.NewInquiry{
@@ -152,7 +165,7 @@ func (h *Handler) Intake(ctx context.Context, c Intake) (IntakeResult, error) {
 	if id != derived {
 		ids.lead = id
 	}
-	res, err := h.append(appendCtx, stream, eventstore.NoStream(), evs, meta, ids)
+	res, err := h.append(ctx, stream, eventstore.NoStream(), evs, meta, ids, claimOpt)
 	switch {
 	case claim != "" && errors.Is(err, eventstore.ErrClaimed):
 		if id, err = h.claimed(ctx, c.Tenant, claim); err != nil {
@@ -492,8 +505,9 @@ func (e eventIDs) id(i int) string {
 	return id
 }
 
-// append appends evs to stream under meta, with the ids ids names.
-func (h *Handler) append(ctx context.Context, stream string, exp eventstore.ExpectedRevision, evs []domain.Event, meta domain.Metadata, ids eventIDs) (eventstore.AppendResult, error) {
+// append appends evs to stream under meta, with the ids ids names, carrying h's options, then opts.
+func (h *Handler) append(ctx context.Context, stream string, exp eventstore.ExpectedRevision, evs []domain.Event, meta domain.Metadata, ids eventIDs,
+	opts ...eventstore.AppendOption) (eventstore.AppendResult, error) {
 	mb := meta.AppendJSON(nil)
 	if mb == nil {
 		return eventstore.AppendResult{}, fmt.Errorf("metadata: occurred_at %s cannot be written in RFC 3339", meta.OccurredAt)
@@ -506,7 +520,7 @@ func (h *Handler) append(ctx context.Context, stream string, exp eventstore.Expe
 		}
 		data[i] = eventstore.EventData{ID: ids.id(i), Type: typ, Data: b, Metadata: mb}
 	}
-	return h.Store.Append(ctx, stream, exp, data)
+	return h.Store.Append(ctx, stream, exp, data, append(slices.Clip(h.appendOpts), opts...)...)
 }
 
 func (h *Handler) mac(purpose, msg string) []byte {

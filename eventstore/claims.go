@@ -14,10 +14,10 @@ var ErrClaimed = errors.New("eventstore: the name is claimed by another stream")
 // from its idempotency key for its inquiry's stream, so that the inquiry's id need not be derived
 // from the key and can grow with time (see commands.Handler.Intake).
 type Claimer interface {
-	// WithClaim returns ctx under which an append also claims name for its stream, and true. An
-	// append whose name is claimed already stores nothing and fails with ErrClaimed. It returns
-	// ctx and false when the store keeps no claims.
-	WithClaim(ctx context.Context, name string) (context.Context, bool)
+	// Claim returns the option under which an append also claims name for its stream, and true.
+	// An append whose name is claimed already stores nothing and fails with ErrClaimed. It
+	// returns nil and false when the store keeps no claims.
+	Claim(name string) (AppendOption, bool)
 	// Claimed returns the stream name was claimed for, "" when it is not claimed.
 	Claimed(ctx context.Context, name string) (string, error)
 }

@@ -147,8 +147,9 @@ type AppendResult struct {
 // Store is the event log. It is the one deliberately large interface in Casebook: a storage
 // boundary implemented by each backend and exercised by eventstoretest.
 //
-// Append is atomic: all events land, contiguously in the stream, or none do. A failed condition is
-// an error matching ErrConcurrency (an *AppendError). ReadStream returns events of stream with
+// Append is atomic: all events land, contiguously in the stream, or none do, with the companions
+// its options carry (AppendOption). A failed condition is an error matching ErrConcurrency (an
+// *AppendError). ReadStream returns events of stream with
 // revision ≥ from, in order, at most limit (limit ≤ 0 means all); an unknown stream is an empty
 // slice. ReadAll returns events strictly after from in global order, at most limit; it never returns
 // an event while an earlier-positioned event may still commit. Subscribe calls fn with batches of
@@ -157,7 +158,7 @@ type AppendResult struct {
 // is its own, but the events' Data and Metadata may be shared with the store's other subscriptions
 // (Tail): fn must not change them.
 type Store interface {
-	Append(ctx context.Context, stream string, expected ExpectedRevision, events []EventData) (AppendResult, error)
+	Append(ctx context.Context, stream string, expected ExpectedRevision, events []EventData, opts ...AppendOption) (AppendResult, error)
 	ReadStream(ctx context.Context, stream string, from uint64, limit int) ([]RecordedEvent, error)
 	ReadAll(ctx context.Context, from Position, limit int) ([]RecordedEvent, error)
 	Subscribe(ctx context.Context, from Position, fn func(context.Context, []RecordedEvent) error) error

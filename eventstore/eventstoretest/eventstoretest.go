@@ -637,7 +637,7 @@ func testClaims(t *testing.T, s eventstore.Store, f Features) {
 	c, ok := s.(eventstore.Claimer)
 	if !f.Claims {
 		if ok {
-			if _, keeps := c.WithClaim(ctx(t), "n"); keeps {
+			if _, keeps := c.Claim("n"); keeps {
 				t.Fatal("the store keeps claims: declare Features.Claims")
 			}
 		}
@@ -646,12 +646,12 @@ func testClaims(t *testing.T, s eventstore.Store, f Features) {
 	if !ok {
 		t.Fatal("the store is not an eventstore.Claimer")
 	}
-	if _, keeps := c.WithClaim(ctx(t), "n"); !keeps {
-		t.Fatal("WithClaim reported no claims")
+	if _, keeps := c.Claim("n"); !keeps {
+		t.Fatal("Claim reported no claims")
 	}
 	claim := func(name, stream string, exp eventstore.ExpectedRevision, prefix string) error {
-		cctx, _ := c.WithClaim(ctx(t), name)
-		_, err := s.Append(cctx, stream, exp, Events(prefix, 1))
+		opt, _ := c.Claim(name)
+		_, err := s.Append(ctx(t), stream, exp, Events(prefix, 1), opt)
 		return err
 	}
 	claimed := func(name, want string) {

@@ -373,8 +373,10 @@ func expectedRevision(e eventstore.ExpectedRevision) esdb.ExpectedRevision {
 }
 
 // Append implements eventstore.Store. Event ids must be UUIDs; see the package comment for the
-// retry guarantees.
-func (s *Store) Append(ctx context.Context, stream string, expected eventstore.ExpectedRevision, events []eventstore.EventData) (eventstore.AppendResult, error) {
+// retry guarantees. It writes no companion its options carry (the store is no
+// eventstore.CompanionWriter): their callers write them.
+func (s *Store) Append(ctx context.Context, stream string, expected eventstore.ExpectedRevision, events []eventstore.EventData,
+	_ ...eventstore.AppendOption) (eventstore.AppendResult, error) {
 	data, err := s.proposed(stream, events)
 	if err != nil {
 		return eventstore.AppendResult{}, err

@@ -38,8 +38,10 @@ const (
 		fromBatch + returning
 )
 
-// Append implements eventstore.Store.
-func (s *Store) Append(ctx context.Context, stream string, expected eventstore.ExpectedRevision, events []eventstore.EventData) (eventstore.AppendResult, error) {
+// Append implements eventstore.Store. The companions its options carry on the store's pool are
+// inserted by its own statement.
+func (s *Store) Append(ctx context.Context, stream string, expected eventstore.ExpectedRevision, events []eventstore.EventData,
+	opts ...eventstore.AppendOption) (eventstore.AppendResult, error) {
 	if err := s.checkOpen(); err != nil {
 		return eventstore.AppendResult{}, err
 	}
@@ -65,7 +67,7 @@ func (s *Store) Append(ctx context.Context, stream string, expected eventstore.E
 		query, args = appendExact, append(args, int64(r))
 	}
 	var cs []*eventstore.Companion
-	for _, c := range eventstore.CompanionsOf(ctx) {
+	for _, c := range eventstore.NewAppendOptions(opts).Companions {
 		if s.WritesCompanionsOn(c.Handle) {
 			cs = append(cs, c)
 		}
@@ -116,9 +118,9 @@ var (
 	_ eventstore.Claimer         = (*Store)(nil)
 )
 
-// WithClaim implements eventstore.Claimer: the claim is a companion row of the append.
-func (s *Store) WithClaim(ctx context.Context, name string) (context.Context, bool) {
-	return eventstore.WithCompanion(ctx, eventstore.ClaimCompanion(s.pool, name)), true
+// Claim implements eventstore.Claimer: the claim is a companion row of the append.
+func (s *Store) Claim(name string) (eventstore.AppendOption, bool) {
+	return eventstore.WithCompanions(eventstore.ClaimCompanion(s.pool, name)), true
 }
 
 // Claimed implements eventstore.Claimer.

@@ -74,12 +74,12 @@ func (s *Store) OpeningOnly(need func(eventstore.RecordedEvent) bool) eventstore
 
 var _ eventstore.Claimer = (*Store)(nil)
 
-// WithClaim implements eventstore.Claimer with the backend's claims.
-func (s *Store) WithClaim(ctx context.Context, name string) (context.Context, bool) {
+// Claim implements eventstore.Claimer with the backend's claims.
+func (s *Store) Claim(name string) (eventstore.AppendOption, bool) {
 	if c, ok := s.inner.(eventstore.Claimer); ok {
-		return c.WithClaim(ctx, name)
+		return c.Claim(name)
 	}
-	return ctx, false
+	return nil, false
 }
 
 // Claimed implements eventstore.Claimer with the backend's claims.
@@ -153,17 +153,19 @@ func aadOfEvent(stream, typ string) []byte { return []byte(stream + "\x00" + typ
 //
 // The first events of an inquiry's stream get a new key that, where the backend runs hooks on the
 // key table's database (the embedded store), is stored in the append's own transaction: the key
-// commits with the events it seals, in one commit.
-func (s *Store) Append(ctx context.Context, stream string, expected eventstore.ExpectedRevision, events []eventstore.EventData) (eventstore.AppendResult, error) {
-	res, err := s.append(ctx, stream, expected, events, true)
+// commits with the events it seals, in one commit. The backend gets opts, then that key's row.
+func (s *Store) Append(ctx context.Context, stream string, expected eventstore.ExpectedRevision, events []eventstore.EventData,
+	opts ...eventstore.AppendOption) (eventstore.AppendResult, error) {
+	res, err := s.append(ctx, stream, expected, events, true, opts)
 	if errors.Is(err, errKeyTaken) {
-		return s.append(ctx, stream, expected, events, false)
+		return s.append(ctx, stream, expected, events, false, opts)
 	}
 	return res, err
 }
 
 // append seals and appends; withFresh allows a key stored by the append itself (see Append).
-func (s *Store) append(ctx context.Context, stream string, expected eventstore.ExpectedRevision, events []eventstore.EventData, withFresh bool) (eventstore.AppendResult, error) {
+func (s *Store) append(ctx context.Context, stream string, expected eventstore.ExpectedRevision, events []eventstore.EventData, withFresh bool,
+	opts []eventstore.AppendOption) (eventstore.AppendResult, error) {
 	var dk *DataKey
 	var stored func() // caches a key stored by the append, once it committed
 	out := events
@@ -180,8 +182,12 @@ func (s *Store) append(ctx context.Context, stream string, expected eventstore.E
 			continue
 		}
 		if dk == nil {
-			if dk, ctx, stored, err = s.keyFor(ctx, tenant, id, expected, withFresh); err != nil {
+			var row eventstore.AppendOption
+			if dk, row, stored, err = s.keyFor(ctx, tenant, id, expected, withFresh); err != nil {
 				return eventstore.AppendResult{}, err
+			}
+			if row != nil {
+				opts = append(slices.Clip(opts), row)
 			}
 		}
 		data, err := sealMembers(dk, e.Data, fields, aadOfEvent(stream, e.Type))
@@ -193,7 +199,7 @@ func (s *Store) append(ctx context.Context, stream string, expected eventstore.E
 		}
 		out[i].Data = data
 	}
-	res, err := s.inner.Append(ctx, stream, expected, out)
+	res, err := s.inner.Append(ctx, stream, expected, out, opts...)
 	if err == nil && stored != nil {
 		stored()
 	}
@@ -201,29 +207,29 @@ func (s *Store) append(ctx context.Context, stream string, expected eventstore.E
 }
 
 // keyFor returns the data key to seal an append to the inquiry's stream with. For a stream being
-// created whose key is not cached, and a backend that writes hooks on the key table's database, it
-// is a fresh key whose row the returned ctx makes the append store (stored caches it afterwards).
+// created whose key is not cached, and a backend that writes companions on the key table's
+// database, it is a fresh key whose row the returned option makes the append store (stored caches
+// it afterwards).
 func (s *Store) keyFor(ctx context.Context, tenant domain.TenantID, id domain.InquiryID, expected eventstore.ExpectedRevision,
-	withFresh bool) (*DataKey, context.Context, func(), error) {
+	withFresh bool) (*DataKey, eventstore.AppendOption, func(), error) {
 	if !expected.IsNoStream() {
 		dk, err := s.keys.Ensure(ctx, tenant, id)
-		return dk, ctx, nil, err
+		return dk, nil, nil, err
 	}
 	handle := s.keys.db.CompanionHandle()
 	c, ok := s.inner.(eventstore.CompanionWriter)
 	if !withFresh || !ok || !c.WritesCompanionsOn(handle) {
 		dk, err := s.keys.EnsureNew(ctx, tenant, id)
-		return dk, ctx, nil, err
+		return dk, nil, nil, err
 	}
 	if dk := s.keys.fromCache(ident{tenant, id}); dk != nil {
-		return dk, ctx, nil, nil
+		return dk, nil, nil, nil
 	}
 	dk, row, err := s.keys.fresh(tenant, id)
 	if err != nil {
-		return nil, ctx, nil, err
+		return nil, nil, nil, err
 	}
-	ctx = eventstore.WithCompanion(ctx, row.companion(handle))
-	return dk, ctx, func() { s.keys.remember(ident{tenant, id}, dk) }, nil
+	return dk, eventstore.WithCompanions(row.companion(handle)), func() { s.keys.remember(ident{tenant, id}, dk) }, nil
 }
 
 // sealMembers moves every member of data that a decoder could read as one of fields (mayName)

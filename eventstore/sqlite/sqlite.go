@@ -82,9 +82,10 @@ func New(ctx context.Context, db *sqldb.DB, opts Options) (*Store, error) {
 // Append implements eventstore.Store. Concurrent appends are group-committed (sqldb.Group): each
 // checks its expected revision inside the shared transaction, after the appends queued before it,
 // and a failed condition fails only its own append. Append returns only after the transaction
-// holding its events has committed. The eventstore.Companions in ctx on s's handle are inserted in
-// the same transaction, after the events (the command's audit entry, a new inquiry's data key).
-func (s *Store) Append(ctx context.Context, stream string, expected eventstore.ExpectedRevision, events []eventstore.EventData) (eventstore.AppendResult, error) {
+// holding its events has committed. The companions its options carry on s's handle are inserted
+// in the same transaction, after the events (the command's audit entry, a new inquiry's data key).
+func (s *Store) Append(ctx context.Context, stream string, expected eventstore.ExpectedRevision, events []eventstore.EventData,
+	opts ...eventstore.AppendOption) (eventstore.AppendResult, error) {
 	if stream == "" {
 		return eventstore.AppendResult{}, errors.New("eventstore/sqlite: empty stream name")
 	}
@@ -92,7 +93,7 @@ func (s *Store) Append(ctx context.Context, stream string, expected eventstore.E
 		return eventstore.AppendResult{}, errors.New("eventstore/sqlite: nothing to append")
 	}
 	var cs []*eventstore.Companion
-	for _, c := range eventstore.CompanionsOf(ctx) {
+	for _, c := range eventstore.NewAppendOptions(opts).Companions {
 		if s.WritesCompanionsOn(c.Handle) {
 			cs = append(cs, c)
 		}
@@ -183,9 +184,9 @@ var (
 	_ eventstore.Claimer         = (*Store)(nil)
 )
 
-// WithClaim implements eventstore.Claimer: the claim is a companion row of the append.
-func (s *Store) WithClaim(ctx context.Context, name string) (context.Context, bool) {
-	return eventstore.WithCompanion(ctx, eventstore.ClaimCompanion(s.db.CompanionHandle(), name)), true
+// Claim implements eventstore.Claimer: the claim is a companion row of the append.
+func (s *Store) Claim(name string) (eventstore.AppendOption, bool) {
+	return eventstore.WithCompanions(eventstore.ClaimCompanion(s.db.CompanionHandle(), name)), true
 }
 
 // Claimed implements eventstore.Claimer.
