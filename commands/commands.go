@@ -6,7 +6,7 @@
 // and a key can never be recorded without its effect (or the reverse). The same key with the same
 // request returns the first result and appends nothing; the same key with another request is
 // domain.ErrIdempotencyMismatch. Intake derives a name from (tenant, source, key) and its append
-// claims it (eventstore.Claimer), so a duplicate delivery is caught by the store's own unique
+// claims it (eventstore.Store.Claim), so a duplicate delivery is caught by the store's own unique
 // claim and finds the first inquiry; on a store without claims the name is the inquiry's id, and
 // the append's "no stream" condition catches it.
 package commands
@@ -142,9 +142,9 @@ func (h *Handler) Intake(ctx context.Context, c Intake) (IntakeResult, error) {
 	var claimOpt eventstore.AppendOption
 	if auto {
 		id = h.newInquiryID()
-	} else if claims, ok := h.Store.(eventstore.Claimer); ok {
+	} else {
 		name := eventstore.InquiryStream(c.Tenant, derived)
-		if opt, ok := claims.Claim(name); ok {
+		if opt, ok := h.Store.Claim(name); ok {
 			id, claim, claimOpt = h.newInquiryID(), name, opt
 		}
 	}
@@ -205,11 +205,7 @@ func (h *Handler) replayIntake(ctx context.Context, tenant domain.TenantID, id d
 
 // claimed returns the inquiry whose intake claimed name, "" when name is not claimed.
 func (h *Handler) claimed(ctx context.Context, tenant domain.TenantID, name string) (domain.InquiryID, error) {
-	claims, ok := h.Store.(eventstore.Claimer)
-	if !ok {
-		return "", nil
-	}
-	stream, err := claims.Claimed(ctx, name)
+	stream, err := h.Store.Claimed(ctx, name)
 	if err != nil || stream == "" {
 		return "", err
 	}

@@ -2,11 +2,11 @@ package eventstore
 
 // Companion is a row of another table that must commit atomically with an append (the command
 // audit entry of an accepted command, an inquiry's new data key, a claim). A store that writes
-// companions on the database Handle names (CompanionWriter; sqldb.DB.CompanionHandle names one:
-// the embedded store's own handle, the Postgres store's pool) inserts the row in the append's own
-// transaction (on Postgres its statement), only if the append inserts its events, and calls
-// Written once the append has committed; other stores ignore it, and the caller writes the row
-// itself.
+// companions on the database Handle names (Capabilities.CompanionHandle; sqldb.DB.CompanionHandle
+// names one: the embedded store's own handle, the Postgres store's pool) inserts the row in the
+// append's own transaction (on Postgres its statement), only if the append inserts its events,
+// and calls Written once the append has committed; other stores ignore it, and the caller writes
+// the row itself.
 type Companion struct {
 	Handle  any
 	Table   string
@@ -21,12 +21,6 @@ type Companion struct {
 	// name): a store that writes several appends in one transaction orders them by it instead of
 	// by their streams, so that two such transactions take their locks in one order.
 	Order string
-}
-
-// CompanionWriter is implemented by stores that write companions: WritesCompanionsOn reports
-// whether a companion naming handle is written in the append's own statement.
-type CompanionWriter interface {
-	WritesCompanionsOn(handle any) bool
 }
 
 // AppendOption is an optional argument of Store.Append: what one append carries besides its

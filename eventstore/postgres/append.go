@@ -68,7 +68,7 @@ func (s *Store) Append(ctx context.Context, stream string, expected eventstore.E
 	}
 	var cs []*eventstore.Companion
 	for _, c := range eventstore.NewAppendOptions(opts).Companions {
-		if s.WritesCompanionsOn(c.Handle) {
+		if s.Capabilities().WritesCompanionsOn(c.Handle) {
 			cs = append(cs, c)
 		}
 	}
@@ -113,17 +113,12 @@ func (s *Store) Append(ctx context.Context, stream string, expected eventstore.E
 	}
 }
 
-var (
-	_ eventstore.CompanionWriter = (*Store)(nil)
-	_ eventstore.Claimer         = (*Store)(nil)
-)
-
-// Claim implements eventstore.Claimer: the claim is a companion row of the append.
+// Claim implements eventstore.Store: the claim is a companion row of the append.
 func (s *Store) Claim(name string) (eventstore.AppendOption, bool) {
 	return eventstore.WithCompanions(eventstore.ClaimCompanion(s.pool, name)), true
 }
 
-// Claimed implements eventstore.Claimer.
+// Claimed implements eventstore.Store.
 func (s *Store) Claimed(ctx context.Context, name string) (string, error) {
 	if err := s.checkOpen(); err != nil {
 		return "", err
@@ -138,9 +133,6 @@ func (s *Store) Claimed(ctx context.Context, name string) (string, error) {
 	}
 	return stream, nil
 }
-
-// WritesCompanionsOn implements eventstore.CompanionWriter: companions on the store's pool.
-func (s *Store) WritesCompanionsOn(handle any) bool { return handle == any(s.pool) }
 
 // withCompanions wraps an append statement so that it also inserts each companion's row, in the
 // same statement and only if the append inserted its events. A companion whose Values do not match
@@ -316,9 +308,7 @@ func nonNil(b []byte) []byte {
 	return b
 }
 
-var _ eventstore.Rewriter = (*Store)(nil)
-
-// RewriteData implements eventstore.Rewriter. The old row version stays in the table's storage
+// RewriteData implements eventstore.Store. The old row version stays in the table's storage
 // until vacuum reclaims it.
 func (s *Store) RewriteData(ctx context.Context, stream string, revision uint64, old, data []byte) (bool, error) {
 	tag, err := s.pool.Exec(ctx, `UPDATE events SET data = $1 WHERE stream = $2 AND revision = $3 AND data = $4`, data, stream, int64(revision), old)

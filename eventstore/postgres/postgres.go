@@ -54,10 +54,13 @@ import (
 	"github.com/casebook/casebook/internal/sqldb"
 )
 
-var (
-	_ eventstore.Store   = (*Store)(nil)
-	_ eventstore.Counter = (*Store)(nil)
-)
+var _ eventstore.Store = (*Store)(nil)
+
+// Capabilities implements eventstore.Store: the store counts (at least the events there are),
+// rewrites, keeps claims, shares its subscriptions' reads, and writes companions on its pool.
+func (s *Store) Capabilities() eventstore.Capabilities {
+	return eventstore.Capabilities{Count: true, Rewrite: true, Claims: true, SharedReads: true, CompanionHandle: any(s.pool)}
+}
 
 // Defaults for Options.
 const (

@@ -110,7 +110,7 @@ func (s *Store) read(ctx context.Context, from eventstore.Position, limit, expec
 	return out, heldXid, nil
 }
 
-// CountAfter implements eventstore.Counter with an estimate that costs one index probe: the
+// CountAfter implements eventstore.Store with an estimate that costs one index probe: the
 // sequence distance from the position to the head. It is exact unless appends were rolled back
 // (their sequence numbers are skipped), and then an overestimate.
 func (s *Store) CountAfter(ctx context.Context, from eventstore.Position) (uint64, error) {
@@ -149,9 +149,7 @@ FROM h LEFT JOIN LATERAL (
 	SELECT xid, seq FROM events WHERE xid < h.horizon ORDER BY xid DESC, seq DESC LIMIT 1
 ) s ON true`
 
-var _ eventstore.VisibleHeader = (*Store)(nil)
-
-// VisibleHead implements eventstore.VisibleHeader: the last event below the horizon now.
+// VisibleHead implements eventstore.Store: the last event below the horizon now.
 func (s *Store) VisibleHead(ctx context.Context) (eventstore.Position, error) {
 	if err := s.checkOpen(); err != nil {
 		return eventstore.Position{}, err
@@ -160,9 +158,7 @@ func (s *Store) VisibleHead(ctx context.Context) (eventstore.Position, error) {
 	return pos, err
 }
 
-var _ eventstore.CommittedHeader = (*Store)(nil)
-
-// CommittedHead implements eventstore.CommittedHeader: the last event in (xid, seq) order among
+// CommittedHead implements eventstore.Store: the last event in (xid, seq) order among
 // those committed now, held or not, without waiting for the horizon. One probe of the primary key.
 func (s *Store) CommittedHead(ctx context.Context) (eventstore.Position, error) {
 	if err := s.checkOpen(); err != nil {
@@ -325,7 +321,5 @@ func (s *Store) Subscribe(ctx context.Context, from eventstore.Position, fn func
 	}
 }
 
-var _ eventstore.SharedReader = (*Store)(nil)
-
-// SubscribeStats implements eventstore.SharedReader.
+// SubscribeStats implements eventstore.Store.
 func (s *Store) SubscribeStats() eventstore.TailStats { return s.tail.Stats() }

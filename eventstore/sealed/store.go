@@ -22,72 +22,55 @@ const sealedMember = "sealed"
 // with no use for personal data read through AsStored instead. An event
 // whose data key was destroyed reads with domain.Erased in each personal member. Events written
 // before sealing (no "sealed" member) read as they are: see docs/data-lifecycle.md.
+//
+// Store embeds the backend: every method it does not override (the heads, CountAfter, the claims,
+// SubscribeStats, Close) is the backend's own.
 type Store struct {
-	inner eventstore.Store
-	keys  *Keys
+	backend
+	keys *Keys
 	// asStored: reads return events as the backend holds them (see AsStored).
 	asStored bool
 	// need, when set, names the events reads open; the others read as stored (see OpeningOnly).
 	need func(eventstore.RecordedEvent) bool
 }
 
-// counting is Store over a backend that counts cheaply.
-type counting struct {
-	*Store
-	c eventstore.Counter
-}
+// backend is the store a Store wraps, embedded under a name of its own so that no caller reaches
+// it past Store's methods.
+type backend = eventstore.Store
 
-// CountAfter implements eventstore.Counter.
-func (c counting) CountAfter(ctx context.Context, from eventstore.Position) (uint64, error) {
-	return c.c.CountAfter(ctx, from)
-}
-
-// New wraps inner. The result is an eventstore.Counter when inner is one.
+// New wraps inner.
 func New(inner eventstore.Store, keys *Keys) eventstore.Store {
-	return wrap(&Store{inner: inner, keys: keys})
+	return &Store{backend: inner, keys: keys}
 }
 
-func wrap(s *Store) eventstore.Store {
-	if c, ok := s.inner.(eventstore.Counter); ok {
-		return counting{Store: s, c: c}
-	}
-	return s
-}
+var _ eventstore.SealedViews = (*Store)(nil)
 
-var _ eventstore.SealedReader = (*Store)(nil)
-
-// AsStored implements eventstore.SealedReader: the same log, read without opening anything.
+// AsStored implements eventstore.SealedViews: the same log, read without opening anything.
 // Personal members in clear (events written before sealing, or outside an inquiry stream) are
 // left out too, so a reader of this view never holds personal data. Appends are sealed as by s.
 func (s *Store) AsStored() eventstore.Store {
-	return wrap(&Store{inner: s.inner, keys: s.keys, asStored: true})
+	return &Store{backend: s.backend, keys: s.keys, asStored: true}
 }
 
-var _ eventstore.SelectiveOpener = (*Store)(nil)
-
-// OpeningOnly implements eventstore.SelectiveOpener: the log as AsStored reads it, except the
+// OpeningOnly implements eventstore.SealedViews: the log as AsStored reads it, except the
 // events need names (called with each event as stored), which are opened. Appends are sealed as
 // by s.
 func (s *Store) OpeningOnly(need func(eventstore.RecordedEvent) bool) eventstore.Store {
-	return wrap(&Store{inner: s.inner, keys: s.keys, need: need})
+	return &Store{backend: s.backend, keys: s.keys, need: need}
 }
 
-var _ eventstore.Claimer = (*Store)(nil)
-
-// Claim implements eventstore.Claimer with the backend's claims.
-func (s *Store) Claim(name string) (eventstore.AppendOption, bool) {
-	if c, ok := s.inner.(eventstore.Claimer); ok {
-		return c.Claim(name)
-	}
-	return nil, false
+// RewriteData implements eventstore.Store: unsupported, so that nothing is written to the backend
+// unsealed. SealLegacy and RedactErased rewrite through the backend.
+func (s *Store) RewriteData(context.Context, string, uint64, []byte, []byte) (bool, error) {
+	return false, fmt.Errorf("sealed: rewrite: %w", errors.ErrUnsupported)
 }
 
-// Claimed implements eventstore.Claimer with the backend's claims.
-func (s *Store) Claimed(ctx context.Context, name string) (string, error) {
-	if c, ok := s.inner.(eventstore.Claimer); ok {
-		return c.Claimed(ctx, name)
-	}
-	return "", nil
+// Capabilities implements eventstore.Store: the backend's, except that it rewrites nothing
+// (RewriteData).
+func (s *Store) Capabilities() eventstore.Capabilities {
+	c := s.backend.Capabilities()
+	c.Rewrite = false
+	return c
 }
 
 // Keys returns the key table.
@@ -199,7 +182,7 @@ func (s *Store) append(ctx context.Context, stream string, expected eventstore.E
 		}
 		out[i].Data = data
 	}
-	res, err := s.inner.Append(ctx, stream, expected, out, opts...)
+	res, err := s.backend.Append(ctx, stream, expected, out, opts...)
 	if err == nil && stored != nil {
 		stored()
 	}
@@ -217,8 +200,7 @@ func (s *Store) keyFor(ctx context.Context, tenant domain.TenantID, id domain.In
 		return dk, nil, nil, err
 	}
 	handle := s.keys.db.CompanionHandle()
-	c, ok := s.inner.(eventstore.CompanionWriter)
-	if !withFresh || !ok || !c.WritesCompanionsOn(handle) {
+	if !withFresh || !s.backend.Capabilities().WritesCompanionsOn(handle) {
 		dk, err := s.keys.EnsureNew(ctx, tenant, id)
 		return dk, nil, nil, err
 	}
@@ -585,7 +567,7 @@ func Redact(obj map[string]json.RawMessage, fields map[string]json.RawMessage) (
 
 // ReadStream implements eventstore.Store.
 func (s *Store) ReadStream(ctx context.Context, stream string, from uint64, limit int) ([]eventstore.RecordedEvent, error) {
-	recs, err := s.inner.ReadStream(ctx, stream, from, limit)
+	recs, err := s.backend.ReadStream(ctx, stream, from, limit)
 	if err != nil {
 		return nil, err
 	}
@@ -594,7 +576,7 @@ func (s *Store) ReadStream(ctx context.Context, stream string, from uint64, limi
 
 // ReadAll implements eventstore.Store.
 func (s *Store) ReadAll(ctx context.Context, from eventstore.Position, limit int) ([]eventstore.RecordedEvent, error) {
-	recs, err := s.inner.ReadAll(ctx, from, limit)
+	recs, err := s.backend.ReadAll(ctx, from, limit)
 	if err != nil {
 		return nil, err
 	}
@@ -603,7 +585,7 @@ func (s *Store) ReadAll(ctx context.Context, from eventstore.Position, limit int
 
 // Subscribe implements eventstore.Store.
 func (s *Store) Subscribe(ctx context.Context, from eventstore.Position, fn func(context.Context, []eventstore.RecordedEvent) error) error {
-	return s.inner.Subscribe(ctx, from, func(ctx context.Context, recs []eventstore.RecordedEvent) error {
+	return s.backend.Subscribe(ctx, from, func(ctx context.Context, recs []eventstore.RecordedEvent) error {
 		read, err := s.read(ctx, recs)
 		if err != nil {
 			return err
@@ -611,28 +593,3 @@ func (s *Store) Subscribe(ctx context.Context, from eventstore.Position, fn func
 		return fn(ctx, read)
 	})
 }
-
-// Head implements eventstore.Store.
-func (s *Store) Head(ctx context.Context) (eventstore.Position, error) { return s.inner.Head(ctx) }
-
-// VisibleHead implements eventstore.VisibleHeader.
-func (s *Store) VisibleHead(ctx context.Context) (eventstore.Position, error) {
-	return eventstore.VisibleHead(ctx, s.inner)
-}
-
-// CommittedHead implements eventstore.CommittedHeader.
-func (s *Store) CommittedHead(ctx context.Context) (eventstore.Position, error) {
-	return eventstore.CommittedHead(ctx, s.inner)
-}
-
-// SubscribeStats implements eventstore.SharedReader: the inner store's, zeros when it shares no
-// reads.
-func (s *Store) SubscribeStats() eventstore.TailStats {
-	if r, ok := s.inner.(eventstore.SharedReader); ok {
-		return r.SubscribeStats()
-	}
-	return eventstore.TailStats{}
-}
-
-// Close implements eventstore.Store; it closes the inner store.
-func (s *Store) Close() error { return s.inner.Close() }
