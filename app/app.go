@@ -367,13 +367,13 @@ func (a *App) wireSlack(ctx context.Context, secret []byte, qm *projections.Runn
 }
 
 // committedHead is the log's head for consistent reads: the last event committed now, without
-// waiting for transactions in front of it (eventstore.CommittedHead). The query model reaches it
+// waiting for transactions in front of it (eventstore.Store.CommittedHead). The query model reaches it
 // only after everything before it, so waiting for that is the read's whole wait. Concurrent
 // requests share a read that began after each arrived (coalesce): one read per moment, not one
 // per request, and never a head older than the request.
 func (a *App) committedHead(ctx context.Context) (eventstore.Position, error) {
 	return a.heads.Do(ctx, struct{}{}, func(ctx context.Context) (eventstore.Position, error) {
-		return eventstore.CommittedHead(ctx, a.Store)
+		return a.Store.CommittedHead(ctx)
 	})
 }
 

@@ -26,9 +26,7 @@ func (a *App) StorageStats() StorageStats {
 	if a.appendGroups != nil {
 		s.Group = addGroups(s.Group, a.appendGroups.GroupStats())
 	}
-	if r, ok := a.Store.(eventstore.SharedReader); ok {
-		s.Subscribe = r.SubscribeStats()
-	}
+	s.Subscribe = a.Store.SubscribeStats()
 	if a.projDB != a.DB {
 		s.Gate["replayable"] = a.projDB.GateStats()
 	}

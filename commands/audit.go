@@ -112,24 +112,31 @@ func targetEntry(command string, t Target) AuditEntry {
 	return AuditEntry{RequestID: t.CorrelationID, Tenant: t.Tenant, Actor: t.Actor.ID, Command: command, InquiryID: t.InquiryID}
 }
 
-// withEntry returns ctx carrying e, as accepted, for the command's append to write in its own
-// transaction (an eventstore.Companion) when the sink and the event store share a database, and a
-// flag set once it did. An entry that cannot be written there fails the append: nothing is accepted
-// without its entry.
-func (a *Audited) withEntry(ctx context.Context, e AuditEntry) (context.Context, *atomic.Bool) {
+// appender is an Executor whose appends can carry options (*Handler).
+type appender interface {
+	AppendingWith(opts ...eventstore.AppendOption) Executor
+}
+
+// withEntry returns a.Next with its appends carrying e, as accepted, for the command's append to
+// write in its own transaction (an eventstore.Companion) when the sink and the event store share a
+// database, and a flag set once it did. An entry that cannot be written there fails the append:
+// nothing is accepted without its entry. When the sink is no CompanionRecorder, or Next takes no
+// append options, it returns a.Next, and the entry is recorded after the command.
+func (a *Audited) withEntry(e AuditEntry) (Executor, *atomic.Bool) {
 	wrote := new(atomic.Bool)
 	cr, ok := a.Sink.(CompanionRecorder)
-	if !ok {
-		return ctx, wrote
+	next, takes := a.Next.(appender)
+	if !ok || !takes {
+		return a.Next, wrote
 	}
-	return eventstore.WithCompanion(ctx, cr.Companion(func(stream string) AuditEntry {
+	return next.AppendingWith(eventstore.WithCompanions(cr.Companion(func(stream string) AuditEntry {
 		e := e
 		if e.InquiryID == "" {
 			e.InquiryID, _ = eventstore.StreamInquiry(eventstore.KindInquiry, stream, e.Tenant)
 		}
 		e.Outcome, e.At = OutcomeAccepted, a.now()
 		return e
-	}, func() { wrote.Store(true) })), wrote
+	}, func() { wrote.Store(true) }))), wrote
 }
 
 // CompanionRecorder is an AuditSink whose entry of an accepted command an event store on the sink's
@@ -159,53 +166,53 @@ func (a *Audited) Intake(ctx context.Context, c Intake) (IntakeResult, error) {
 	if c.Submitter != nil {
 		e.Actor = c.Submitter.ID
 	}
-	hctx, wrote := a.withEntry(ctx, e)
-	res, err := a.Next.Intake(hctx, c)
+	next, wrote := a.withEntry(e)
+	res, err := next.Intake(ctx, c)
 	e.InquiryID = res.InquiryID
 	a.finish(ctx, e, wrote, res.Replayed, err)
 	return res, err
 }
 
 // target executes one command on an existing inquiry and records it.
-func (a *Audited) target(ctx context.Context, command string, t Target, run func(context.Context) (Result, error)) (Result, error) {
+func (a *Audited) target(ctx context.Context, command string, t Target, run func(Executor) (Result, error)) (Result, error) {
 	e := targetEntry(command, t)
-	hctx, wrote := a.withEntry(ctx, e)
-	res, err := run(hctx)
+	next, wrote := a.withEntry(e)
+	res, err := run(next)
 	a.finish(ctx, e, wrote, res.Replayed, err)
 	return res, err
 }
 
 // Transition executes and records c.
 func (a *Audited) Transition(ctx context.Context, c Transition) (Result, error) {
-	return a.target(ctx, "transition", c.Target, func(ctx context.Context) (Result, error) { return a.Next.Transition(ctx, c) })
+	return a.target(ctx, "transition", c.Target, func(next Executor) (Result, error) { return next.Transition(ctx, c) })
 }
 
 // Claim executes and records c.
 func (a *Audited) Claim(ctx context.Context, c Claim) (Result, error) {
-	return a.target(ctx, "claim", c.Target, func(ctx context.Context) (Result, error) { return a.Next.Claim(ctx, c) })
+	return a.target(ctx, "claim", c.Target, func(next Executor) (Result, error) { return next.Claim(ctx, c) })
 }
 
 // Assign executes and records c.
 func (a *Audited) Assign(ctx context.Context, c Assign) (Result, error) {
-	return a.target(ctx, "assign", c.Target, func(ctx context.Context) (Result, error) { return a.Next.Assign(ctx, c) })
+	return a.target(ctx, "assign", c.Target, func(next Executor) (Result, error) { return next.Assign(ctx, c) })
 }
 
 // AddNote executes and records c.
 func (a *Audited) AddNote(ctx context.Context, c AddNote) (Result, error) {
-	return a.target(ctx, "note", c.Target, func(ctx context.Context) (Result, error) { return a.Next.AddNote(ctx, c) })
+	return a.target(ctx, "note", c.Target, func(next Executor) (Result, error) { return next.AddNote(ctx, c) })
 }
 
 // Cancel executes and records c.
 func (a *Audited) Cancel(ctx context.Context, c Cancel) (Result, error) {
-	return a.target(ctx, "cancel", c.Target, func(ctx context.Context) (Result, error) { return a.Next.Cancel(ctx, c) })
+	return a.target(ctx, "cancel", c.Target, func(next Executor) (Result, error) { return next.Cancel(ctx, c) })
 }
 
 // ScheduleFollowUp executes and records c.
 func (a *Audited) ScheduleFollowUp(ctx context.Context, c ScheduleFollowUp) (FollowUpResult, error) {
 	var out FollowUpResult
-	_, err := a.target(ctx, "follow_up", c.Target, func(ctx context.Context) (Result, error) {
+	_, err := a.target(ctx, "follow_up", c.Target, func(next Executor) (Result, error) {
 		var err error
-		out, err = a.Next.ScheduleFollowUp(ctx, c)
+		out, err = next.ScheduleFollowUp(ctx, c)
 		return out.Result, err
 	})
 	return out, err
@@ -213,22 +220,22 @@ func (a *Audited) ScheduleFollowUp(ctx context.Context, c ScheduleFollowUp) (Fol
 
 // CancelFollowUp executes and records c.
 func (a *Audited) CancelFollowUp(ctx context.Context, c CancelFollowUp) (Result, error) {
-	return a.target(ctx, "cancel_follow_up", c.Target, func(ctx context.Context) (Result, error) { return a.Next.CancelFollowUp(ctx, c) })
+	return a.target(ctx, "cancel_follow_up", c.Target, func(next Executor) (Result, error) { return next.CancelFollowUp(ctx, c) })
 }
 
 // SetDueDate executes and records c.
 func (a *Audited) SetDueDate(ctx context.Context, c SetDueDate) (Result, error) {
-	return a.target(ctx, "due_date", c.Target, func(ctx context.Context) (Result, error) { return a.Next.SetDueDate(ctx, c) })
+	return a.target(ctx, "due_date", c.Target, func(next Executor) (Result, error) { return next.SetDueDate(ctx, c) })
 }
 
 // AddWatcher executes and records c.
 func (a *Audited) AddWatcher(ctx context.Context, c AddWatcher) (Result, error) {
-	return a.target(ctx, "watch", c.Target, func(ctx context.Context) (Result, error) { return a.Next.AddWatcher(ctx, c) })
+	return a.target(ctx, "watch", c.Target, func(next Executor) (Result, error) { return next.AddWatcher(ctx, c) })
 }
 
 // Route executes and records c.
 func (a *Audited) Route(ctx context.Context, c Route) (Result, error) {
-	return a.target(ctx, "route", c.Target, func(ctx context.Context) (Result, error) { return a.Next.Route(ctx, c) })
+	return a.target(ctx, "route", c.Target, func(next Executor) (Result, error) { return next.Route(ctx, c) })
 }
 
 // SetSLAPolicy executes and records c.
@@ -338,12 +345,12 @@ func (l *AuditLog) Entries(ctx context.Context, tenant domain.TenantID, limit in
 
 // Archive executes and records c.
 func (a *Audited) Archive(ctx context.Context, c Archive) (Result, error) {
-	return a.target(ctx, "archive", c.Target, func(ctx context.Context) (Result, error) { return a.Next.Archive(ctx, c) })
+	return a.target(ctx, "archive", c.Target, func(next Executor) (Result, error) { return next.Archive(ctx, c) })
 }
 
 // Unarchive executes and records c.
 func (a *Audited) Unarchive(ctx context.Context, c Unarchive) (Result, error) {
-	return a.target(ctx, "unarchive", c.Target, func(ctx context.Context) (Result, error) { return a.Next.Unarchive(ctx, c) })
+	return a.target(ctx, "unarchive", c.Target, func(next Executor) (Result, error) { return next.Unarchive(ctx, c) })
 }
 
 // Hold executes and records c.
@@ -352,10 +359,10 @@ func (a *Audited) Hold(ctx context.Context, c Hold) (Result, error) {
 	if c.Release {
 		name = "release_hold"
 	}
-	return a.target(ctx, name, c.Target, func(ctx context.Context) (Result, error) { return a.Next.Hold(ctx, c) })
+	return a.target(ctx, name, c.Target, func(next Executor) (Result, error) { return next.Hold(ctx, c) })
 }
 
 // Erase executes and records c.
 func (a *Audited) Erase(ctx context.Context, c Erase) (Result, error) {
-	return a.target(ctx, "erase", c.Target, func(ctx context.Context) (Result, error) { return a.Next.Erase(ctx, c) })
+	return a.target(ctx, "erase", c.Target, func(next Executor) (Result, error) { return next.Erase(ctx, c) })
 }

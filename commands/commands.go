@@ -6,7 +6,7 @@
 // and a key can never be recorded without its effect (or the reverse). The same key with the same
 // request returns the first result and appends nothing; the same key with another request is
 // domain.ErrIdempotencyMismatch. Intake derives a name from (tenant, source, key) and its append
-// claims it (eventstore.Claimer), so a duplicate delivery is caught by the store's own unique
+// claims it (eventstore.Store.Claim), so a duplicate delivery is caught by the store's own unique
 // claim and finds the first inquiry; on a store without claims the name is the inquiry's id, and
 // the append's "no stream" condition catches it.
 package commands
@@ -19,6 +19,7 @@ import (
 	"encoding/base32"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/casebook/casebook/domain"
@@ -43,6 +44,17 @@ type Handler struct {
 	Keys Shredder
 	// Folds caches folded inquiries between commands (nil: every load folds the whole stream).
 	Folds *FoldCache
+
+	// appendOpts go with every append (AppendingWith).
+	appendOpts []eventstore.AppendOption
+}
+
+// AppendingWith returns a copy of h whose every append carries opts, after those h's appends
+// carry: Audited gives it the companion row of a command's audit entry.
+func (h *Handler) AppendingWith(opts ...eventstore.AppendOption) Executor {
+	c := *h
+	c.appendOpts = append(slices.Clip(h.appendOpts), opts...)
+	return &c
 }
 
 // Result is what a command produced: the inquiry's version after it and the log position to wait for
@@ -128,13 +140,14 @@ func (h *Handler) Intake(ctx context.Context, c Intake) (IntakeResult, error) {
 	// The inquiry's id grows with time, so each per-inquiry index takes it at its end, unless
 	// the store keeps no claims: then a keyed intake's id is the derived one, and the stream's
 	// own "no stream" condition catches a redelivery.
-	id, claim, appendCtx := derived, "", ctx
+	id, claim := derived, ""
+	var claimOpt eventstore.AppendOption
 	if auto {
 		id = h.newInquiryID()
-	} else if claims, ok := h.Store.(eventstore.Claimer); ok {
+	} else {
 		name := eventstore.InquiryStream(c.Tenant, derived)
-		if cctx, ok := claims.WithClaim(ctx, name); ok {
-			id, claim, appendCtx = h.newInquiryID(), name, cctx
+		if opt, ok := h.Store.Claim(name); ok {
+			id, claim, claimOpt = h.newInquiryID(), name, opt
 		}
 	}
 	evs, err := domain.Receive(domain.NewInquiry{
@@ -154,7 +167,7 @@ func (h *Handler) Intake(ctx context.Context, c Intake) (IntakeResult, error) {
 	if id != derived {
 		ids.lead = id
 	}
-	res, err := h.append(appendCtx, stream, eventstore.NoStream(), evs, meta, ids)
+	res, err := h.append(ctx, stream, eventstore.NoStream(), evs, meta, ids, claimOpt)
 	switch {
 	case claim != "" && errors.Is(err, eventstore.ErrClaimed):
 		if id, err = h.claimed(ctx, c.Tenant, claim); err != nil {
@@ -194,11 +207,7 @@ func (h *Handler) replayIntake(ctx context.Context, tenant domain.TenantID, id d
 
 // claimed returns the inquiry whose intake claimed name, "" when name is not claimed.
 func (h *Handler) claimed(ctx context.Context, tenant domain.TenantID, name string) (domain.InquiryID, error) {
-	claims, ok := h.Store.(eventstore.Claimer)
-	if !ok {
-		return "", nil
-	}
-	stream, err := claims.Claimed(ctx, name)
+	stream, err := h.Store.Claimed(ctx, name)
 	if err != nil || stream == "" {
 		return "", err
 	}
@@ -525,8 +534,9 @@ func (e eventIDs) id(i int) string {
 	return id
 }
 
-// append appends evs to stream under meta, with the ids ids names.
-func (h *Handler) append(ctx context.Context, stream string, exp eventstore.ExpectedRevision, evs []domain.Event, meta domain.Metadata, ids eventIDs) (eventstore.AppendResult, error) {
+// append appends evs to stream under meta, with the ids ids names, carrying h's options, then opts.
+func (h *Handler) append(ctx context.Context, stream string, exp eventstore.ExpectedRevision, evs []domain.Event, meta domain.Metadata, ids eventIDs,
+	opts ...eventstore.AppendOption) (eventstore.AppendResult, error) {
 	mb := meta.AppendJSON(nil)
 	if mb == nil {
 		return eventstore.AppendResult{}, fmt.Errorf("metadata: occurred_at %s cannot be written in RFC 3339", meta.OccurredAt)
@@ -539,7 +549,7 @@ func (h *Handler) append(ctx context.Context, stream string, exp eventstore.Expe
 		}
 		data[i] = eventstore.EventData{ID: ids.id(i), Type: typ, Data: b, Metadata: mb}
 	}
-	return h.Store.Append(ctx, stream, exp, data)
+	return h.Store.Append(ctx, stream, exp, data, append(slices.Clip(h.appendOpts), opts...)...)
 }
 
 func (h *Handler) mac(purpose, msg string) []byte {

@@ -26,9 +26,10 @@ type racingStore struct {
 	before func()
 }
 
-func (s *racingStore) Append(ctx context.Context, stream string, exp eventstore.ExpectedRevision, evs []eventstore.EventData) (eventstore.AppendResult, error) {
+func (s *racingStore) Append(ctx context.Context, stream string, exp eventstore.ExpectedRevision, evs []eventstore.EventData,
+	opts ...eventstore.AppendOption) (eventstore.AppendResult, error) {
 	s.once.Do(s.before)
-	return s.Store.Append(ctx, stream, exp, evs)
+	return s.Store.Append(ctx, stream, exp, evs, opts...)
 }
 
 // TestLostRaceNamesVersionAndActor: a command that loses the append race answers with the

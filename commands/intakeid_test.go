@@ -67,12 +67,18 @@ func TestIntakeIDsGrowWithTime(t *testing.T) {
 	}
 }
 
-// noClaims is a store that keeps no claims, as the sealed store over KurrentDB: an
-// eventstore.Claimer whose WithClaim reports false.
+// noClaims is a store that keeps no claims, as the sealed store over KurrentDB: its Claim reports
+// false.
 type noClaims struct{ eventstore.Store }
 
-func (noClaims) WithClaim(ctx context.Context, _ string) (context.Context, bool) { return ctx, false }
-func (noClaims) Claimed(context.Context, string) (string, error)                 { return "", nil }
+func (noClaims) Claim(string) (eventstore.AppendOption, bool)    { return nil, false }
+func (noClaims) Claimed(context.Context, string) (string, error) { return "", nil }
+
+func (n noClaims) Capabilities() eventstore.Capabilities {
+	c := n.Store.Capabilities()
+	c.Claims = false
+	return c
+}
 
 // TestIntakeWithoutClaimsUsesTheDerivedID: on a store without claims, a keyed intake's inquiry id
 // is the one derived from its key, and a redelivery is caught by the stream's own condition.

@@ -1,26 +1,10 @@
 package eventstore
 
-import (
-	"context"
-	"errors"
-)
+import "errors"
 
 // ErrClaimed is what an append fails with when the name it claims is claimed already; it stores
 // nothing.
 var ErrClaimed = errors.New("eventstore: the name is claimed by another stream")
-
-// Claimer is implemented by stores that keep claims: unique names, each naming the stream whose
-// append claimed it, written in that append's own transaction. An intake claims the name derived
-// from its idempotency key for its inquiry's stream, so that the inquiry's id need not be derived
-// from the key and can grow with time (see commands.Handler.Intake).
-type Claimer interface {
-	// WithClaim returns ctx under which an append also claims name for its stream, and true. An
-	// append whose name is claimed already stores nothing and fails with ErrClaimed. It returns
-	// ctx and false when the store keeps no claims.
-	WithClaim(ctx context.Context, name string) (context.Context, bool)
-	// Claimed returns the stream name was claimed for, "" when it is not claimed.
-	Claimed(ctx context.Context, name string) (string, error)
-}
 
 // ClaimsTable is the table the SQL stores keep claims in: name (the key) and stream. The migration
 // that creates it also claims, for every inquiry stream already in the log, the stream's own name:

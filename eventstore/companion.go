@@ -1,13 +1,12 @@
 package eventstore
 
-import "context"
-
 // Companion is a row of another table that must commit atomically with an append (the command
-// audit entry of an accepted command, an inquiry's new data key). A store that writes companions on
-// the database Handle names (CompanionWriter; sqldb.DB.CompanionHandle names one: the embedded
-// store's own handle, the Postgres store's pool) inserts the row in the append's own transaction
-// (on Postgres its statement), only if the append inserts its events, and calls Written once the
-// append has committed; other stores ignore it, and the caller writes the row itself.
+// audit entry of an accepted command, an inquiry's new data key, a claim). A store that writes
+// companions on the database Handle names (Capabilities.CompanionHandle; sqldb.DB.CompanionHandle
+// names one: the embedded store's own handle, the Postgres store's pool) inserts the row in the
+// append's own transaction (on Postgres its statement), only if the append inserts its events,
+// and calls Written once the append has committed; other stores ignore it, and the caller writes
+// the row itself.
 type Companion struct {
 	Handle  any
 	Table   string
@@ -24,22 +23,29 @@ type Companion struct {
 	Order string
 }
 
-// CompanionWriter is implemented by stores that write companions: WritesCompanionsOn reports
-// whether a companion naming handle is written in the append's own statement.
-type CompanionWriter interface {
-	WritesCompanionsOn(handle any) bool
+// AppendOption is an optional argument of Store.Append: what one append carries besides its
+// events. Decorators pass the options they are given on to the store they wrap, adding their own
+// after them.
+type AppendOption func(*AppendOptions)
+
+// AppendOptions is what an append's options add up to; backends read it with NewAppendOptions.
+type AppendOptions struct {
+	// Companions are the rows the append carries, in the order its options named them.
+	Companions []*Companion
 }
 
-type companionKey struct{}
-
-// WithCompanion returns a ctx under which appends carry c, after the companions ctx already carries.
-func WithCompanion(ctx context.Context, c *Companion) context.Context {
-	prev := CompanionsOf(ctx)
-	return context.WithValue(ctx, companionKey{}, append(prev[:len(prev):len(prev)], c))
+// NewAppendOptions applies opts, in order.
+func NewAppendOptions(opts []AppendOption) AppendOptions {
+	var o AppendOptions
+	for _, opt := range opts {
+		if opt != nil {
+			opt(&o)
+		}
+	}
+	return o
 }
 
-// CompanionsOf returns the companions ctx carries, in the order they were added.
-func CompanionsOf(ctx context.Context) []*Companion {
-	c, _ := ctx.Value(companionKey{}).([]*Companion)
-	return c
+// WithCompanions makes the append carry cs, after the companions of the options before it.
+func WithCompanions(cs ...*Companion) AppendOption {
+	return func(o *AppendOptions) { o.Companions = append(o.Companions, cs...) }
 }

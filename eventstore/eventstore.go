@@ -145,94 +145,107 @@ type AppendResult struct {
 }
 
 // Store is the event log. It is the one deliberately large interface in Casebook: a storage
-// boundary implemented by each backend and exercised by eventstoretest.
+// boundary implemented by each backend and exercised by eventstoretest. Every method is present on
+// every store, so a decorator embeds the store it wraps and overrides only what it changes; what
+// differs by backend is declared by Capabilities, and a method a backend lacks fails with an error
+// matching errors.ErrUnsupported.
 //
-// Append is atomic: all events land, contiguously in the stream, or none do. A failed condition is
-// an error matching ErrConcurrency (an *AppendError). ReadStream returns events of stream with
-// revision ≥ from, in order, at most limit (limit ≤ 0 means all); an unknown stream is an empty
-// slice. ReadAll returns events strictly after from in global order, at most limit; it never returns
-// an event while an earlier-positioned event may still commit. Subscribe calls fn with batches of
-// events after from, in global order, until ctx ends (returning ctx.Err()) or fn fails (returning
-// its error); it wakes promptly after appends by any process sharing the store. The slice fn gets
-// is its own, but the events' Data and Metadata may be shared with the store's other subscriptions
-// (Tail): fn must not change them.
+// Append is atomic: all events land, contiguously in the stream, or none do, with the companions
+// its options carry (AppendOption). A failed condition is an error matching ErrConcurrency (an
+// *AppendError). ReadStream returns events of stream with revision ≥ from, in order, at most limit
+// (limit ≤ 0 means all); an unknown stream is an empty slice. ReadAll returns events strictly
+// after from in global order, at most limit; it never returns an event while an
+// earlier-positioned event may still commit. Subscribe calls fn with batches of events after from,
+// in global order, until ctx ends (returning ctx.Err()) or fn fails (returning its error); it wakes
+// promptly after appends by any process sharing the store. The slice fn gets is its own, but the
+// events' Data and Metadata may be shared with the store's other subscriptions (Tail): fn must not
+// change them.
 type Store interface {
-	Append(ctx context.Context, stream string, expected ExpectedRevision, events []EventData) (AppendResult, error)
+	Append(ctx context.Context, stream string, expected ExpectedRevision, events []EventData, opts ...AppendOption) (AppendResult, error)
 	ReadStream(ctx context.Context, stream string, from uint64, limit int) ([]RecordedEvent, error)
 	ReadAll(ctx context.Context, from Position, limit int) ([]RecordedEvent, error)
 	Subscribe(ctx context.Context, from Position, fn func(context.Context, []RecordedEvent) error) error
 	// Head returns the position of the last committed event (Start for an empty log).
 	Head(ctx context.Context) (Position, error)
+	// VisibleHead returns at once the last event a read would return now. Where Head waits for
+	// transactions in flight before the log's end (Postgres: events committed behind the
+	// horizon), it does not; elsewhere it is Head. Subscribers use it for their status, which
+	// must not wait for other writers' transactions (those are other subscribers' batches, as
+	// often as not).
+	VisibleHead(ctx context.Context) (Position, error)
+	// CommittedHead returns at once the position of the last event committed now, even one still
+	// held behind transactions in front of it (Postgres; elsewhere it is Head): every event
+	// committed before the call is at or before it, and a subscriber reaches it only once it has
+	// applied all of them, so waiting for a subscriber to reach it is waiting for the log as it
+	// stands at the call.
+	CommittedHead(ctx context.Context) (Position, error)
+	// CountAfter counts the events after from from the log's sequence: one index probe (the
+	// log's end), never a scan of the events, so subscribers can report their lag in events while
+	// millions are behind. The count is never below the number of events after from: it is exact
+	// where the sequence skips no number (SQLite: an append that rolls back gives its numbers to
+	// the next one, and no event is ever deleted), and over by the numbers skipped where
+	// rolled-back appends leave gaps (Postgres). Without Capabilities.Count it fails
+	// (errors.ErrUnsupported); eventstoretest's Features.Count says how exact it is.
+	CountAfter(ctx context.Context, from Position) (uint64, error)
+	// RewriteData replaces one event's data, only while it still is old (compare and swap), and
+	// reports whether it did. Only the migration that seals events written before sealing, and
+	// an erasure redacting such events of its inquiry, use it; nothing else ever changes a
+	// recorded event. Without Capabilities.Rewrite (KurrentDB, whose events are immutable) it
+	// fails (errors.ErrUnsupported).
+	RewriteData(ctx context.Context, stream string, revision uint64, old, data []byte) (bool, error)
+	// Claim returns the option under which an append also claims name for its stream, and true
+	// (see ClaimsTable). An append whose name is claimed already stores nothing and fails with
+	// ErrClaimed. Without Capabilities.Claims it returns nil and false.
+	Claim(name string) (AppendOption, bool)
+	// Claimed returns the stream name was claimed for, "" when it is not claimed (always, without
+	// Capabilities.Claims).
+	Claimed(ctx context.Context, name string) (string, error)
+	// SubscribeStats counts the events the store's subscriptions received, read from the backend
+	// or shared through a Tail; zeros without Capabilities.SharedReads.
+	SubscribeStats() TailStats
+	// Capabilities says what the store does where backends differ.
+	Capabilities() Capabilities
 	Close() error
 }
 
-// Rewriter is implemented by backends whose own rows may be updated (SQLite, Postgres; not
-// KurrentDB, whose events are immutable): RewriteData replaces one event's data, only while it
-// still is old (compare and swap), and reports whether it did. Only the migration that seals
-// events written before sealing, and an erasure redacting such events of its inquiry, use it;
-// nothing else ever changes a recorded event.
-type Rewriter interface {
-	RewriteData(ctx context.Context, stream string, revision uint64, old, data []byte) (bool, error)
+// Capabilities is what a store does where backends differ.
+type Capabilities struct {
+	// Count: CountAfter counts (SQLite, Postgres).
+	Count bool
+	// Rewrite: RewriteData rewrites (SQLite, Postgres; not KurrentDB, whose events are immutable).
+	Rewrite bool
+	// Claims: the store keeps claims (SQLite, Postgres). An intake claims the name derived from
+	// its idempotency key for its inquiry's stream, so that the inquiry's id need not be derived
+	// from the key and can grow with time (see commands.Handler.Intake).
+	Claims bool
+	// SharedReads: subscriptions share their reads through a Tail (SQLite, Postgres).
+	SharedReads bool
+	// CompanionHandle is the database handle whose companions Append writes in its own
+	// transaction (see Companion); nil when it writes none.
+	CompanionHandle any
 }
 
-// SealedReader is implemented by stores that open sealed personal members on every read
-// (eventstore/sealed). AsStored returns the same log read as the backend holds it: an event's
-// personal members (domain.PersonalFields) are absent and its "sealed" member stays ciphertext;
-// nothing is decrypted. Appends through it are sealed like those through the store itself. A
-// subscriber that reads no personal member uses it: it never holds plaintext personal data.
-type SealedReader interface {
+// WritesCompanionsOn reports whether a store with c writes companions naming handle.
+func (c Capabilities) WritesCompanionsOn(handle any) bool {
+	return c.CompanionHandle != nil && handle == c.CompanionHandle
+}
+
+// SealedViews is implemented by stores that open sealed personal members on every read
+// (eventstore/sealed), whose readers may read less:
+//
+// AsStored returns the same log read as the backend holds it: an event's personal members
+// (domain.PersonalFields) are absent and its "sealed" member stays ciphertext; nothing is
+// decrypted. A subscriber that reads no personal member uses it: it never holds plaintext
+// personal data.
+//
+// OpeningOnly returns the log as AsStored reads it, except that each event need names, judged on
+// its as-stored form, is opened. A subscriber that needs personal members of a few events only
+// uses it: nothing else is decrypted for it.
+//
+// Appends through either are sealed like those through the store itself.
+type SealedViews interface {
 	AsStored() Store
-}
-
-// SelectiveOpener is implemented by stores that can open the personal members of chosen events
-// only (eventstore/sealed). OpeningOnly returns the log as AsStored reads it, except that each
-// event need names, judged on its as-stored form, is opened. A subscriber that needs personal
-// members of a few events only uses it: nothing else is decrypted for it.
-type SelectiveOpener interface {
 	OpeningOnly(need func(RecordedEvent) bool) Store
-}
-
-// VisibleHeader is implemented by stores whose Head waits for transactions in flight before the
-// log's end (Postgres: events committed behind the horizon). VisibleHead returns at once the last
-// event a read would return now. Subscribers use it for their status, which must not wait for
-// other writers' transactions (those are other subscribers' batches, as often as not).
-type VisibleHeader interface {
-	VisibleHead(ctx context.Context) (Position, error)
-}
-
-// VisibleHead is s's VisibleHead, or its Head when it has none.
-func VisibleHead(ctx context.Context, s Store) (Position, error) {
-	if v, ok := s.(VisibleHeader); ok {
-		return v.VisibleHead(ctx)
-	}
-	return s.Head(ctx)
-}
-
-// CommittedHeader is implemented by stores whose Head waits for transactions in flight before the
-// log's end (Postgres). CommittedHead returns at once the position of the last event committed
-// now, even one still held behind transactions in front of it: every event committed before the
-// call is at or before it, and a subscriber reaches it only once it has applied all of them, so
-// waiting for a subscriber to reach it is waiting for the log as it stands at the call.
-type CommittedHeader interface {
-	CommittedHead(ctx context.Context) (Position, error)
-}
-
-// CommittedHead is s's CommittedHead, or its Head when it has none.
-func CommittedHead(ctx context.Context, s Store) (Position, error) {
-	if c, ok := s.(CommittedHeader); ok {
-		return c.CommittedHead(ctx)
-	}
-	return s.Head(ctx)
-}
-
-// Counter is implemented by stores that count the events after a position from their sequence:
-// one index probe (the log's end), never a scan of the events, so subscribers can report their lag
-// in events while millions are behind. The count is never below the number of events after from:
-// it is exact where the sequence skips no number (SQLite: an append that rolls back gives its
-// numbers to the next one, and no event is ever deleted), and over by the numbers skipped where
-// rolled-back appends leave gaps (Postgres). eventstoretest's Features.Count says which.
-type Counter interface {
-	CountAfter(ctx context.Context, from Position) (uint64, error)
 }
 
 // AppendError describes a refused append. It unwraps to its cause (ErrConcurrency for a failed

@@ -22,7 +22,7 @@ import (
 // event it holds and panics when it would hand out an event whose bytes changed since it was read.
 // `make test` sets it; production leaves it off (the digests cost a hash per event).
 //
-// A Tail serves Subscribe only. A backend whose stored events may change (Rewriter) resets it on
+// A Tail serves Subscribe only. A backend whose stored events may change (RewriteData) resets it on
 // every rewrite.
 type Tail struct {
 	mu     sync.Mutex
@@ -40,13 +40,6 @@ type Tail struct {
 // intakes a second, a few seconds of log, so that a subscriber a batch or two behind the first
 // still reads from memory. At 1 KB an event it is about 4 MB, and up to twice that between trims.
 const TailEvents = 4096
-
-// SharedReader is implemented by stores whose subscriptions share their reads through a Tail.
-type SharedReader interface {
-	// SubscribeStats counts the events the store's subscriptions received, from the backend or
-	// shared.
-	SubscribeStats() TailStats
-}
 
 // TailStats counts the events a Tail's subscriptions received: read from the backend, or from
 // the Tail.

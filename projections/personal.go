@@ -4,7 +4,7 @@ import "github.com/casebook/casebook/eventstore"
 
 // PersonalReader is how a projection declares whether it reads personal members of events
 // (domain.PersonalFields: requester, subject, message, external id, note bodies). One that does not
-// receives the events as stored (eventstore.SealedReader): nothing is decrypted for it, and it
+// receives the events as stored (eventstore.SealedViews): nothing is decrypted for it, and it
 // never holds personal data. A projection that declares nothing gets opened events, as it always
 // did: the choice fails safe for its output, and every projection Casebook runs declares one
 // (app.TestEveryProjectionDeclaresPersonalData).
@@ -30,15 +30,16 @@ func ReadsPersonalData(p Projection) bool {
 // source is the log as p reads it: as stored when p reads no personal member and store can say so,
 // opened only where p needs it when p is a PersonalSelector.
 func source(store eventstore.Store, p Projection) eventstore.Store {
+	views, sealed := store.(eventstore.SealedViews)
 	if ReadsPersonalData(p) {
 		sel, ok := p.(PersonalSelector)
-		if s, can := store.(eventstore.SelectiveOpener); ok && can {
-			return s.OpeningOnly(sel.NeedsPersonalData)
+		if ok && sealed {
+			return views.OpeningOnly(sel.NeedsPersonalData)
 		}
 		return store
 	}
-	if s, ok := store.(eventstore.SealedReader); ok {
-		return s.AsStored()
+	if sealed {
+		return views.AsStored()
 	}
 	return store
 }

@@ -825,7 +825,7 @@ func (r *Runner) update(ctx context.Context, at eventstore.Position, n uint64, p
 
 	// Not Head: on Postgres it waits for every transaction in front of the last commit, which
 	// includes the other subscribers' batches; the status needs only what is readable now.
-	head, err := eventstore.VisibleHead(ctx, r.Store)
+	head, err := r.Store.VisibleHead(ctx)
 	if err != nil {
 		return fmt.Errorf("read head: %w", err)
 	}
@@ -835,11 +835,9 @@ func (r *Runner) update(ctx context.Context, at eventstore.Position, n uint64, p
 		lagEvents, lagSeconds = 0, 0
 	case stale:
 		// Counting and dating the backlog cost a scan: done at most every StatsInterval.
-		lagEvents = -1
-		if c, ok := r.Store.(eventstore.Counter); ok {
-			if n, err := c.CountAfter(ctx, at); err == nil {
-				lagEvents = int64(n)
-			}
+		lagEvents = -1 // unknown where the store does not count (Capabilities.Count)
+		if n, err := r.Store.CountAfter(ctx, at); err == nil {
+			lagEvents = int64(n)
 		}
 		// Only its time is read: through the log as this projection reads it (nothing opened).
 		if next, err := source(r.Store, r.Projection).ReadAll(ctx, at, 1); err == nil && len(next) == 1 {

@@ -100,7 +100,7 @@ func (g gatedHead) VisibleHead(ctx context.Context) (eventstore.Position, error)
 	case <-ctx.Done():
 		return eventstore.Position{}, ctx.Err()
 	}
-	return eventstore.VisibleHead(ctx, g.Store)
+	return g.Store.VisibleHead(ctx)
 }
 
 // TestWaitersWakeBeforeTheHeadRead: a read waiting for a batch's position (read-your-writes,

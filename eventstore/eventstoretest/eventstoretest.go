@@ -31,18 +31,19 @@ type Features struct {
 	// SubscribeBatch is the most events one Subscribe delivery carries; when set, the suite
 	// subscribes to a log of more than two batches (the catching-up path).
 	SubscribeBatch int
-	// Count is what the backend's eventstore.Counter promises, NoCount when it is not one.
+	// Count is what the backend's CountAfter promises, NoCount when it does not count
+	// (eventstore.Capabilities.Count).
 	Count Count
-	// Claims declares a backend that is an eventstore.Claimer and keeps claims.
+	// Claims declares a backend that keeps claims (eventstore.Capabilities.Claims).
 	Claims bool
 }
 
-// Count is how exactly a backend counts the events after a position (eventstore.Counter).
+// Count is how exactly a backend counts the events after a position (Store.CountAfter).
 type Count int
 
 // The kinds of counts.
 const (
-	NoCount      Count = iota // the store is not an eventstore.Counter
+	NoCount      Count = iota // CountAfter fails with errors.ErrUnsupported
 	CountExact                // CountAfter is the number of events after the position
 	CountAtLeast              // CountAfter may be over by the sequence numbers rolled-back appends skipped
 )
@@ -505,11 +506,10 @@ func testSubscribeOverBatches(t *testing.T, s eventstore.Store, f Features) {
 }
 
 // testSubscribersShareReads: subscriptions of one store following the same log each get every
-// event once, in log order, while a store that shares its reads (eventstore.SharedReader) reads
+// event once, in log order, while a store that shares its reads (Capabilities.SharedReads) reads
 // most events from the backend once for all of them.
 func testSubscribersShareReads(t *testing.T, s eventstore.Store, _ Features) {
-	shared, ok := s.(eventstore.SharedReader)
-	if !ok {
+	if !s.Capabilities().SharedReads {
 		t.Skip("the backend does not share reads between subscriptions")
 	}
 	const subs, streams, per, live = 8, 10, 100, 20
@@ -529,7 +529,7 @@ func testSubscribersShareReads(t *testing.T, s eventstore.Store, _ Features) {
 	}
 	// Every delivered event was read from the backend or shared; without sharing, each
 	// subscription would have read all of them (subs*streams*per from the backend).
-	st := shared.SubscribeStats()
+	st := s.SubscribeStats()
 	if st.Backend+st.Shared != subs*streams*per || st.Backend > 2*streams*per {
 		t.Errorf("catching up, %d subscriptions read %d events from the backend and %d shared, want %d in all, at most %d from the backend",
 			subs, st.Backend, st.Shared, subs*streams*per, 2*streams*per)
@@ -582,11 +582,14 @@ func testHead(t *testing.T, s eventstore.Store, _ Features) {
 // stale condition, a batch whose last event reuses an id (its first events were inserted before
 // the refusal, on backends that check ids), and concurrent appends of which one wins.
 func testCountAfter(t *testing.T, s eventstore.Store, f Features) {
-	c, ok := s.(eventstore.Counter)
+	ok := s.Capabilities().Count
 	if ok != (f.Count != NoCount) {
-		t.Fatalf("store is a Counter: %v; Features.Count = %d", ok, f.Count)
+		t.Fatalf("store counts: %v; Features.Count = %d", ok, f.Count)
 	}
 	if !ok {
+		if _, err := s.CountAfter(ctx(t), eventstore.Start); !errors.Is(err, errors.ErrUnsupported) {
+			t.Fatalf("CountAfter of a store that does not count: %v, want errors.ErrUnsupported", err)
+		}
 		return
 	}
 	check := func(when string) {
@@ -600,7 +603,7 @@ func testCountAfter(t *testing.T, s eventstore.Store, f Features) {
 			positions = append(positions, e.Position)
 		}
 		for i, p := range positions {
-			got, err := c.CountAfter(ctx(t), p)
+			got, err := s.CountAfter(ctx(t), p)
 			if err != nil {
 				t.Fatalf("%s: count after %v: %v", when, p, err)
 			}
@@ -634,29 +637,26 @@ func testCountAfter(t *testing.T, s eventstore.Store, f Features) {
 // already fails the append with ErrClaimed and stores nothing; an append that stores nothing
 // claims nothing; of appends racing for one name, one wins.
 func testClaims(t *testing.T, s eventstore.Store, f Features) {
-	c, ok := s.(eventstore.Claimer)
 	if !f.Claims {
-		if ok {
-			if _, keeps := c.WithClaim(ctx(t), "n"); keeps {
-				t.Fatal("the store keeps claims: declare Features.Claims")
-			}
+		if _, keeps := s.Claim("n"); keeps || s.Capabilities().Claims {
+			t.Fatal("the store keeps claims: declare Features.Claims")
 		}
 		return
 	}
-	if !ok {
-		t.Fatal("the store is not an eventstore.Claimer")
+	if !s.Capabilities().Claims {
+		t.Fatal("the store's Capabilities declare no claims")
 	}
-	if _, keeps := c.WithClaim(ctx(t), "n"); !keeps {
-		t.Fatal("WithClaim reported no claims")
+	if _, keeps := s.Claim("n"); !keeps {
+		t.Fatal("Claim reported no claims")
 	}
 	claim := func(name, stream string, exp eventstore.ExpectedRevision, prefix string) error {
-		cctx, _ := c.WithClaim(ctx(t), name)
-		_, err := s.Append(cctx, stream, exp, Events(prefix, 1))
+		opt, _ := s.Claim(name)
+		_, err := s.Append(ctx(t), stream, exp, Events(prefix, 1), opt)
 		return err
 	}
 	claimed := func(name, want string) {
 		t.Helper()
-		got, err := c.Claimed(ctx(t), name)
+		got, err := s.Claimed(ctx(t), name)
 		if err != nil || got != want {
 			t.Fatalf("Claimed(%s) = %q, %v; want %q", name, got, err, want)
 		}
@@ -715,9 +715,9 @@ func EarlierStreamsClaimed(t *testing.T, s eventstore.Store, exec func(query str
 			t.Fatal(err)
 		}
 	}
-	c, ok := reopen().(eventstore.Claimer)
-	if !ok {
-		t.Fatal("the store is not an eventstore.Claimer")
+	c := reopen()
+	if !c.Capabilities().Claims {
+		t.Fatal("the store keeps no claims")
 	}
 	for _, stream := range streams {
 		want := stream

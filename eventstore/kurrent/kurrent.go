@@ -373,8 +373,10 @@ func expectedRevision(e eventstore.ExpectedRevision) esdb.ExpectedRevision {
 }
 
 // Append implements eventstore.Store. Event ids must be UUIDs; see the package comment for the
-// retry guarantees.
-func (s *Store) Append(ctx context.Context, stream string, expected eventstore.ExpectedRevision, events []eventstore.EventData) (eventstore.AppendResult, error) {
+// retry guarantees. It writes no companion its options carry (see Capabilities): their callers
+// write them.
+func (s *Store) Append(ctx context.Context, stream string, expected eventstore.ExpectedRevision, events []eventstore.EventData,
+	_ ...eventstore.AppendOption) (eventstore.AppendResult, error) {
 	data, err := s.proposed(stream, events)
 	if err != nil {
 		return eventstore.AppendResult{}, err
@@ -606,6 +608,36 @@ func (s *Store) ReadAll(ctx context.Context, from eventstore.Position, limit int
 		after = next
 	}
 }
+
+// VisibleHead implements eventstore.Store: Head, which waits for no transaction in flight.
+func (s *Store) VisibleHead(ctx context.Context) (eventstore.Position, error) { return s.Head(ctx) }
+
+// CommittedHead implements eventstore.Store: Head.
+func (s *Store) CommittedHead(ctx context.Context) (eventstore.Position, error) { return s.Head(ctx) }
+
+// Capabilities implements eventstore.Store: a KurrentDB log is counted only by reading it, its
+// events are immutable, it keeps no claims, its subscriptions read on their own, and it writes no
+// companions.
+func (s *Store) Capabilities() eventstore.Capabilities { return eventstore.Capabilities{} }
+
+// CountAfter implements eventstore.Store: unsupported (see Capabilities).
+func (s *Store) CountAfter(context.Context, eventstore.Position) (uint64, error) {
+	return 0, fmt.Errorf("eventstore/kurrent: count: %w", errors.ErrUnsupported)
+}
+
+// RewriteData implements eventstore.Store: unsupported, the events are immutable.
+func (s *Store) RewriteData(context.Context, string, uint64, []byte, []byte) (bool, error) {
+	return false, fmt.Errorf("eventstore/kurrent: rewrite: the events are immutable: %w", errors.ErrUnsupported)
+}
+
+// Claim implements eventstore.Store: the store keeps no claims.
+func (s *Store) Claim(string) (eventstore.AppendOption, bool) { return nil, false }
+
+// Claimed implements eventstore.Store: no name is claimed.
+func (s *Store) Claimed(context.Context, string) (string, error) { return "", nil }
+
+// SubscribeStats implements eventstore.Store: zeros, the subscriptions share no reads.
+func (s *Store) SubscribeStats() eventstore.TailStats { return eventstore.TailStats{} }
 
 // Head implements eventstore.Store: the position of the last event of Casebook's log.
 func (s *Store) Head(ctx context.Context) (eventstore.Position, error) {

@@ -103,6 +103,7 @@ type appendReq struct {
 	expected eventstore.ExpectedRevision
 	ctx      context.Context // context.Background() when nil
 	events   int             // 2 when 0
+	opts     []eventstore.AppendOption
 }
 
 // queue makes the appends, each queued behind the held writer before the next is made (so they
@@ -133,7 +134,7 @@ func (h *heldWriter) queueResults(t *testing.T, reqs []appendReq) ([]eventstore.
 			n = 2
 		}
 		go func() {
-			res, err := h.s.Append(ctx, r.stream, r.expected, eventstoretest.Events(fmt.Sprint(r.stream, "-", i), n))
+			res, err := h.s.Append(ctx, r.stream, r.expected, eventstoretest.Events(fmt.Sprint(r.stream, "-", i), n), r.opts...)
 			done[i] <- outcome{res, err}
 		}()
 		<-h.queued
@@ -240,30 +241,31 @@ func TestGroupMergesAppendsOfNewStreams(t *testing.T) {
 		t.Fatal(err)
 	}
 	logs := make([]*sqldb.StatementLog, 8)
-	logged := func(i int, claim string) context.Context {
+	logged := func(r appendReq, i int, claim string) appendReq {
 		ctx, log := sqldb.WithStatementLog(context.Background())
 		logs[i] = log
+		r.ctx = ctx
 		if claim != "" {
 			// A second companion, so that the statement numbers its values across two lists.
-			ctx, _ = h.s.WithClaim(ctx, claim)
-			ctx = eventstore.WithCompanion(ctx, &eventstore.Companion{Handle: h.s.pool, Table: "merged_notes",
+			opt, _ := h.s.Claim(claim)
+			r.opts = []eventstore.AppendOption{opt, eventstore.WithCompanions(&eventstore.Companion{Handle: h.s.pool, Table: "merged_notes",
 				Columns: []string{"stream", "note", "n"},
-				Values:  func(stream string) []any { return []any{stream, "note of " + claim, int64(i)} }})
+				Values:  func(stream string) []any { return []any{stream, "note of " + claim, int64(i)} }})}
 		}
-		return ctx
+		return r
 	}
 	// Sent in the order m-2, m-3, m-1, m-4 (by claim), then m-5, m-6, m-7 and old (by stream): a
 	// statement for the four claiming appends (of 1, 3, 2 and 2 events), one for m-5 and m-6, and
 	// one each for m-7 and old.
 	reqs := []appendReq{
-		{stream: "m-1", expected: eventstore.NoStream(), ctx: logged(0, "k3")},
-		{stream: "m-5", expected: eventstore.NoStream(), ctx: logged(1, "")},
-		{stream: "m-2", expected: eventstore.NoStream(), ctx: logged(2, "k1"), events: 1},
-		{stream: "old", expected: eventstore.Exact(0), ctx: logged(3, "")},
-		{stream: "m-7", expected: eventstore.NoStream(), ctx: logged(4, "")},
-		{stream: "m-3", expected: eventstore.NoStream(), ctx: logged(5, "k2"), events: 3},
-		{stream: "m-6", expected: eventstore.NoStream(), ctx: logged(6, "")},
-		{stream: "m-4", expected: eventstore.NoStream(), ctx: logged(7, "k4")},
+		logged(appendReq{stream: "m-1", expected: eventstore.NoStream()}, 0, "k3"),
+		logged(appendReq{stream: "m-5", expected: eventstore.NoStream()}, 1, ""),
+		logged(appendReq{stream: "m-2", expected: eventstore.NoStream(), events: 1}, 2, "k1"),
+		logged(appendReq{stream: "old", expected: eventstore.Exact(0)}, 3, ""),
+		logged(appendReq{stream: "m-7", expected: eventstore.NoStream()}, 4, ""),
+		logged(appendReq{stream: "m-3", expected: eventstore.NoStream(), events: 3}, 5, "k2"),
+		logged(appendReq{stream: "m-6", expected: eventstore.NoStream()}, 6, ""),
+		logged(appendReq{stream: "m-4", expected: eventstore.NoStream()}, 7, "k4"),
 	}
 	res, errs := h.queueResults(t, reqs)
 	for i, err := range errs {
@@ -364,11 +366,11 @@ func TestGroupRefusalFailsOnlyItsOwnAppend(t *testing.T) {
 	}
 }
 
-// claimer returns a function giving the context under which an append claims name.
-func (h *heldWriter) claimer() func(name string) context.Context {
-	return func(name string) context.Context {
-		ctx, _ := h.s.WithClaim(context.Background(), name)
-		return ctx
+// claimer returns a function giving the options under which an append claims name.
+func (h *heldWriter) claimer() func(name string) []eventstore.AppendOption {
+	return func(name string) []eventstore.AppendOption {
+		opt, _ := h.s.Claim(name)
+		return []eventstore.AppendOption{opt}
 	}
 }
 
@@ -380,9 +382,9 @@ func TestGroupOrdersClaimingAppendsByTheirClaims(t *testing.T) {
 	h := holdWriter(t)
 	claim := h.claimer()
 	errs := h.queue(t, []appendReq{
-		{stream: "c-1", expected: eventstore.NoStream(), ctx: claim("n3")},
-		{stream: "c-2", expected: eventstore.NoStream(), ctx: claim("n1")},
-		{stream: "c-3", expected: eventstore.NoStream(), ctx: claim("n2")},
+		{stream: "c-1", expected: eventstore.NoStream(), opts: claim("n3")},
+		{stream: "c-2", expected: eventstore.NoStream(), opts: claim("n1")},
+		{stream: "c-3", expected: eventstore.NoStream(), opts: claim("n2")},
 	})
 	for i, err := range errs {
 		if err != nil {
@@ -406,9 +408,9 @@ func TestGroupSecondClaimFailsOnlyItsOwnAppend(t *testing.T) {
 	h := holdWriter(t)
 	claim := h.claimer()
 	errs := h.queue(t, []appendReq{
-		{stream: "d-1", expected: eventstore.NoStream(), ctx: claim("n1")},
-		{stream: "d-2", expected: eventstore.NoStream(), ctx: claim("n1")},
-		{stream: "d-3", expected: eventstore.NoStream(), ctx: claim("n2")},
+		{stream: "d-1", expected: eventstore.NoStream(), opts: claim("n1")},
+		{stream: "d-2", expected: eventstore.NoStream(), opts: claim("n1")},
+		{stream: "d-3", expected: eventstore.NoStream(), opts: claim("n2")},
 	})
 	for i, want := range []error{nil, eventstore.ErrClaimed, nil} {
 		if !errors.Is(errs[i], want) || (want == nil && errs[i] != nil) {

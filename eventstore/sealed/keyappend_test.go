@@ -1,7 +1,6 @@
 package sealed_test
 
 import (
-	"context"
 	"errors"
 	"testing"
 
@@ -40,11 +39,11 @@ func TestFirstAppendStoresItsKey(t *testing.T) {
 		store, keys := newStore()
 		tenant := domain.TenantID("t1")
 		const secret = "Quillon-4410"
-		intake := func(ctx context.Context, s eventstore.Store, id domain.InquiryID) error {
+		intake := func(s eventstore.Store, id domain.InquiryID, opts ...eventstore.AppendOption) error {
 			_, err := s.Append(ctx, eventstore.InquiryStream(tenant, id), eventstore.NoStream(), []eventstore.EventData{event(t, tenant, "c-"+string(id), domain.InquiryReceived{
 				InquiryID: id, TenantID: tenant, Source: domain.SourceAPI, Receipt: "CB-" + string(id), Priority: domain.PriorityNormal,
 				Category: "billing", Requester: domain.Requester{Name: secret, Email: "q@example.com"}, Subject: secret, Message: secret,
-			})})
+			})}, opts...)
 			return err
 		}
 		// opened reads id's stream through a store with an empty key cache.
@@ -86,10 +85,10 @@ func TestFirstAppendStoresItsKey(t *testing.T) {
 		if _, err := db.ExecContext(ctx, `CREATE TABLE companion_probe (stream TEXT)`); err != nil {
 			t.Fatal(err)
 		}
-		withProbe := eventstore.WithCompanion(ctx, &eventstore.Companion{Handle: db.CompanionHandle(), Table: "companion_probe",
+		withProbe := eventstore.WithCompanions(&eventstore.Companion{Handle: db.CompanionHandle(), Table: "companion_probe",
 			Columns: []string{"stream"}, Values: func(s string) []any { return []any{s} }, Written: func() { companionWritten = true }})
 		before := db.GroupStats().Calls
-		if err := intake(withProbe, store, "q1"); err != nil {
+		if err := intake(store, "q1", withProbe); err != nil {
 			t.Fatal(err)
 		}
 		want := uint64(1)
@@ -100,16 +99,16 @@ func TestFirstAppendStoresItsKey(t *testing.T) {
 			t.Fatalf("Group calls for a first append = %d, want %d", calls, want)
 		}
 		if probes := dbtest.Strings(t, db, `SELECT stream FROM companion_probe`); !companionWritten || len(probes) != 1 {
-			t.Fatalf("the companion the append's ctx already carried: written %v, rows %q", companionWritten, probes)
+			t.Fatalf("the companion the append already carried: written %v, rows %q", companionWritten, probes)
 		}
 		if n, _ := wrapped("q1"); n != 1 || opened("q1") != secret {
 			t.Fatalf("q1: %d key rows, subject %q", n, opened("q1"))
 		}
 
 		// A failing companion of the same append: neither the key nor the events are stored.
-		failing := eventstore.WithCompanion(ctx, &eventstore.Companion{Handle: db.CompanionHandle(), Table: "no_such_table",
+		failing := eventstore.WithCompanions(&eventstore.Companion{Handle: db.CompanionHandle(), Table: "no_such_table",
 			Columns: []string{"stream"}, Values: func(s string) []any { return []any{s} }})
-		if err := intake(failing, store, "q2"); err == nil {
+		if err := intake(store, "q2", failing); err == nil {
 			t.Fatal("an append whose companion fails succeeded")
 		}
 		if n, _ := wrapped("q2"); n != 0 {
@@ -125,7 +124,7 @@ func TestFirstAppendStoresItsKey(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, w0 := wrapped("q3")
-		if err := intake(ctx, store, "q3"); err != nil {
+		if err := intake(store, "q3"); err != nil {
 			t.Fatal(err)
 		}
 		if n, w := wrapped("q3"); n != 1 || string(w) != string(w0) || opened("q3") != secret {
@@ -135,7 +134,7 @@ func TestFirstAppendStoresItsKey(t *testing.T) {
 		// A refused append (the stream exists) with a store that has no cached key: nothing changes.
 		_, w1 := wrapped("q1")
 		again, _ := newStore()
-		if err := intake(ctx, again, "q1"); !errors.Is(err, eventstore.ErrConcurrency) {
+		if err := intake(again, "q1"); !errors.Is(err, eventstore.ErrConcurrency) {
 			t.Fatalf("second first append = %v, want ErrConcurrency", err)
 		}
 		if n, w := wrapped("q1"); n != 1 || string(w) != string(w1) || opened("q1") != secret {
@@ -147,7 +146,7 @@ func TestFirstAppendStoresItsKey(t *testing.T) {
 			t.Fatal(err)
 		}
 		fresh, _ := newStore()
-		if err := intake(ctx, fresh, "q4"); !errors.Is(err, sealed.ErrErased) {
+		if err := intake(fresh, "q4"); !errors.Is(err, sealed.ErrErased) {
 			t.Fatalf("append after a tombstone = %v, want ErrErased", err)
 		}
 		if recs, err := inner.ReadStream(ctx, eventstore.InquiryStream(tenant, "q4"), 0, 0); err != nil || len(recs) != 0 {

@@ -35,16 +35,17 @@ const legacyPage = 500
 // members sealed under the inquiry's data key (created if it had none), exactly as Append would
 // have written it; an erased inquiry's events get "[erased]" in those members instead. It is
 // idempotent (sealed events are skipped) and resumable (progress(reached) after every page, and
-// a rerun from any earlier position does no harm). The backend must be an eventstore.Rewriter.
+// a rerun from any earlier position does no harm). The backend must rewrite
+// (eventstore.Capabilities.Rewrite).
 func (s *Store) SealLegacy(ctx context.Context, from eventstore.Position, progress func(LegacyReport)) (LegacyReport, error) {
 	var rep LegacyReport
-	rw, ok := s.inner.(eventstore.Rewriter)
-	if !ok {
+	if !s.backend.Capabilities().Rewrite {
 		return rep, ErrImmutable
 	}
+	rw := s.backend
 	rep.Reached = from.String()
 	for {
-		recs, err := s.inner.ReadAll(ctx, from, legacyPage)
+		recs, err := s.backend.ReadAll(ctx, from, legacyPage)
 		if err != nil {
 			return rep, err
 		}
@@ -65,7 +66,7 @@ func (s *Store) SealLegacy(ctx context.Context, from eventstore.Position, progre
 	}
 }
 
-func (s *Store) sealOne(ctx context.Context, rw eventstore.Rewriter, r eventstore.RecordedEvent, rep *LegacyReport) error {
+func (s *Store) sealOne(ctx context.Context, rw eventstore.Store, r eventstore.RecordedEvent, rep *LegacyReport) error {
 	fields := domain.PersonalFields(r.Type)
 	if fields == nil {
 		return nil
@@ -127,16 +128,16 @@ func presentOnly(obj map[string]json.RawMessage, fields map[string]json.RawMessa
 // left alone; on an immutable backend (KurrentDB) nothing is rewritten, and reads erase those
 // members instead. Running it twice is harmless.
 func (s *Store) RedactErased(ctx context.Context, tenant domain.TenantID, id domain.InquiryID) error {
-	rw, ok := s.inner.(eventstore.Rewriter)
-	if !ok {
+	if !s.backend.Capabilities().Rewrite {
 		return nil
 	}
+	rw := s.backend
 	if _, err := s.keys.Get(ctx, tenant, id); !errors.Is(err, ErrErased) {
 		return err
 	}
 	stream := eventstore.InquiryStream(tenant, id)
 	for from := uint64(0); ; {
-		recs, err := s.inner.ReadStream(ctx, stream, from, legacyPage)
+		recs, err := s.backend.ReadStream(ctx, stream, from, legacyPage)
 		if err != nil {
 			return fmt.Errorf("redact %s: %w", stream, err)
 		}
@@ -153,7 +154,7 @@ func (s *Store) RedactErased(ctx context.Context, tenant domain.TenantID, id dom
 }
 
 // redactInPlace rewrites r with each personal member it holds in clear reading "[erased]".
-func redactInPlace(ctx context.Context, rw eventstore.Rewriter, r eventstore.RecordedEvent) error {
+func redactInPlace(ctx context.Context, rw eventstore.Store, r eventstore.RecordedEvent) error {
 	fields := domain.PersonalFields(r.Type)
 	if fields == nil {
 		return nil

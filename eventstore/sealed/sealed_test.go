@@ -247,7 +247,7 @@ func TestOpeningOnlyOpensTheEventsNamed(t *testing.T) {
 		}
 		want := eventstore.InquiryStream(tenant, "q2")
 		var handed []string
-		view := store.(eventstore.SelectiveOpener).OpeningOnly(func(e eventstore.RecordedEvent) bool {
+		view := store.(eventstore.SealedViews).OpeningOnly(func(e eventstore.RecordedEvent) bool {
 			handed = append(handed, string(e.Data))
 			return e.StreamID == want
 		})
@@ -255,7 +255,7 @@ func TestOpeningOnlyOpensTheEventsNamed(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		stored, err := store.(eventstore.SealedReader).AsStored().ReadAll(ctx, eventstore.Start, 0)
+		stored, err := store.(eventstore.SealedViews).AsStored().ReadAll(ctx, eventstore.Start, 0)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -22,72 +22,55 @@ const sealedMember = "sealed"
 // with no use for personal data read through AsStored instead. An event
 // whose data key was destroyed reads with domain.Erased in each personal member. Events written
 // before sealing (no "sealed" member) read as they are: see docs/data-lifecycle.md.
+//
+// Store embeds the backend: every method it does not override (the heads, CountAfter, the claims,
+// SubscribeStats, Close) is the backend's own.
 type Store struct {
-	inner eventstore.Store
-	keys  *Keys
+	backend
+	keys *Keys
 	// asStored: reads return events as the backend holds them (see AsStored).
 	asStored bool
 	// need, when set, names the events reads open; the others read as stored (see OpeningOnly).
 	need func(eventstore.RecordedEvent) bool
 }
 
-// counting is Store over a backend that counts cheaply.
-type counting struct {
-	*Store
-	c eventstore.Counter
-}
+// backend is the store a Store wraps, embedded under a name of its own so that no caller reaches
+// it past Store's methods.
+type backend = eventstore.Store
 
-// CountAfter implements eventstore.Counter.
-func (c counting) CountAfter(ctx context.Context, from eventstore.Position) (uint64, error) {
-	return c.c.CountAfter(ctx, from)
-}
-
-// New wraps inner. The result is an eventstore.Counter when inner is one.
+// New wraps inner.
 func New(inner eventstore.Store, keys *Keys) eventstore.Store {
-	return wrap(&Store{inner: inner, keys: keys})
+	return &Store{backend: inner, keys: keys}
 }
 
-func wrap(s *Store) eventstore.Store {
-	if c, ok := s.inner.(eventstore.Counter); ok {
-		return counting{Store: s, c: c}
-	}
-	return s
-}
+var _ eventstore.SealedViews = (*Store)(nil)
 
-var _ eventstore.SealedReader = (*Store)(nil)
-
-// AsStored implements eventstore.SealedReader: the same log, read without opening anything.
+// AsStored implements eventstore.SealedViews: the same log, read without opening anything.
 // Personal members in clear (events written before sealing, or outside an inquiry stream) are
 // left out too, so a reader of this view never holds personal data. Appends are sealed as by s.
 func (s *Store) AsStored() eventstore.Store {
-	return wrap(&Store{inner: s.inner, keys: s.keys, asStored: true})
+	return &Store{backend: s.backend, keys: s.keys, asStored: true}
 }
 
-var _ eventstore.SelectiveOpener = (*Store)(nil)
-
-// OpeningOnly implements eventstore.SelectiveOpener: the log as AsStored reads it, except the
+// OpeningOnly implements eventstore.SealedViews: the log as AsStored reads it, except the
 // events need names (called with each event as stored), which are opened. Appends are sealed as
 // by s.
 func (s *Store) OpeningOnly(need func(eventstore.RecordedEvent) bool) eventstore.Store {
-	return wrap(&Store{inner: s.inner, keys: s.keys, need: need})
+	return &Store{backend: s.backend, keys: s.keys, need: need}
 }
 
-var _ eventstore.Claimer = (*Store)(nil)
-
-// WithClaim implements eventstore.Claimer with the backend's claims.
-func (s *Store) WithClaim(ctx context.Context, name string) (context.Context, bool) {
-	if c, ok := s.inner.(eventstore.Claimer); ok {
-		return c.WithClaim(ctx, name)
-	}
-	return ctx, false
+// RewriteData implements eventstore.Store: unsupported, so that nothing is written to the backend
+// unsealed. SealLegacy and RedactErased rewrite through the backend.
+func (s *Store) RewriteData(context.Context, string, uint64, []byte, []byte) (bool, error) {
+	return false, fmt.Errorf("sealed: rewrite: %w", errors.ErrUnsupported)
 }
 
-// Claimed implements eventstore.Claimer with the backend's claims.
-func (s *Store) Claimed(ctx context.Context, name string) (string, error) {
-	if c, ok := s.inner.(eventstore.Claimer); ok {
-		return c.Claimed(ctx, name)
-	}
-	return "", nil
+// Capabilities implements eventstore.Store: the backend's, except that it rewrites nothing
+// (RewriteData).
+func (s *Store) Capabilities() eventstore.Capabilities {
+	c := s.backend.Capabilities()
+	c.Rewrite = false
+	return c
 }
 
 // Keys returns the key table.
@@ -153,17 +136,19 @@ func aadOfEvent(stream, typ string) []byte { return []byte(stream + "\x00" + typ
 //
 // The first events of an inquiry's stream get a new key that, where the backend runs hooks on the
 // key table's database (the embedded store), is stored in the append's own transaction: the key
-// commits with the events it seals, in one commit.
-func (s *Store) Append(ctx context.Context, stream string, expected eventstore.ExpectedRevision, events []eventstore.EventData) (eventstore.AppendResult, error) {
-	res, err := s.append(ctx, stream, expected, events, true)
+// commits with the events it seals, in one commit. The backend gets opts, then that key's row.
+func (s *Store) Append(ctx context.Context, stream string, expected eventstore.ExpectedRevision, events []eventstore.EventData,
+	opts ...eventstore.AppendOption) (eventstore.AppendResult, error) {
+	res, err := s.append(ctx, stream, expected, events, true, opts)
 	if errors.Is(err, errKeyTaken) {
-		return s.append(ctx, stream, expected, events, false)
+		return s.append(ctx, stream, expected, events, false, opts)
 	}
 	return res, err
 }
 
 // append seals and appends; withFresh allows a key stored by the append itself (see Append).
-func (s *Store) append(ctx context.Context, stream string, expected eventstore.ExpectedRevision, events []eventstore.EventData, withFresh bool) (eventstore.AppendResult, error) {
+func (s *Store) append(ctx context.Context, stream string, expected eventstore.ExpectedRevision, events []eventstore.EventData, withFresh bool,
+	opts []eventstore.AppendOption) (eventstore.AppendResult, error) {
 	var dk *DataKey
 	var stored func() // caches a key stored by the append, once it committed
 	out := events
@@ -180,8 +165,12 @@ func (s *Store) append(ctx context.Context, stream string, expected eventstore.E
 			continue
 		}
 		if dk == nil {
-			if dk, ctx, stored, err = s.keyFor(ctx, tenant, id, expected, withFresh); err != nil {
+			var row eventstore.AppendOption
+			if dk, row, stored, err = s.keyFor(ctx, tenant, id, expected, withFresh); err != nil {
 				return eventstore.AppendResult{}, err
+			}
+			if row != nil {
+				opts = append(slices.Clip(opts), row)
 			}
 		}
 		data, err := sealMembers(dk, e.Data, fields, aadOfEvent(stream, e.Type))
@@ -193,7 +182,7 @@ func (s *Store) append(ctx context.Context, stream string, expected eventstore.E
 		}
 		out[i].Data = data
 	}
-	res, err := s.inner.Append(ctx, stream, expected, out)
+	res, err := s.backend.Append(ctx, stream, expected, out, opts...)
 	if err == nil && stored != nil {
 		stored()
 	}
@@ -201,29 +190,28 @@ func (s *Store) append(ctx context.Context, stream string, expected eventstore.E
 }
 
 // keyFor returns the data key to seal an append to the inquiry's stream with. For a stream being
-// created whose key is not cached, and a backend that writes hooks on the key table's database, it
-// is a fresh key whose row the returned ctx makes the append store (stored caches it afterwards).
+// created whose key is not cached, and a backend that writes companions on the key table's
+// database, it is a fresh key whose row the returned option makes the append store (stored caches
+// it afterwards).
 func (s *Store) keyFor(ctx context.Context, tenant domain.TenantID, id domain.InquiryID, expected eventstore.ExpectedRevision,
-	withFresh bool) (*DataKey, context.Context, func(), error) {
+	withFresh bool) (*DataKey, eventstore.AppendOption, func(), error) {
 	if !expected.IsNoStream() {
 		dk, err := s.keys.Ensure(ctx, tenant, id)
-		return dk, ctx, nil, err
+		return dk, nil, nil, err
 	}
 	handle := s.keys.db.CompanionHandle()
-	c, ok := s.inner.(eventstore.CompanionWriter)
-	if !withFresh || !ok || !c.WritesCompanionsOn(handle) {
+	if !withFresh || !s.backend.Capabilities().WritesCompanionsOn(handle) {
 		dk, err := s.keys.EnsureNew(ctx, tenant, id)
-		return dk, ctx, nil, err
+		return dk, nil, nil, err
 	}
 	if dk := s.keys.fromCache(ident{tenant, id}); dk != nil {
-		return dk, ctx, nil, nil
+		return dk, nil, nil, nil
 	}
 	dk, row, err := s.keys.fresh(tenant, id)
 	if err != nil {
-		return nil, ctx, nil, err
+		return nil, nil, nil, err
 	}
-	ctx = eventstore.WithCompanion(ctx, row.companion(handle))
-	return dk, ctx, func() { s.keys.remember(ident{tenant, id}, dk) }, nil
+	return dk, eventstore.WithCompanions(row.companion(handle)), func() { s.keys.remember(ident{tenant, id}, dk) }, nil
 }
 
 // sealMembers moves every member of data that a decoder could read as one of fields (mayName)
@@ -579,7 +567,7 @@ func Redact(obj map[string]json.RawMessage, fields map[string]json.RawMessage) (
 
 // ReadStream implements eventstore.Store.
 func (s *Store) ReadStream(ctx context.Context, stream string, from uint64, limit int) ([]eventstore.RecordedEvent, error) {
-	recs, err := s.inner.ReadStream(ctx, stream, from, limit)
+	recs, err := s.backend.ReadStream(ctx, stream, from, limit)
 	if err != nil {
 		return nil, err
 	}
@@ -588,7 +576,7 @@ func (s *Store) ReadStream(ctx context.Context, stream string, from uint64, limi
 
 // ReadAll implements eventstore.Store.
 func (s *Store) ReadAll(ctx context.Context, from eventstore.Position, limit int) ([]eventstore.RecordedEvent, error) {
-	recs, err := s.inner.ReadAll(ctx, from, limit)
+	recs, err := s.backend.ReadAll(ctx, from, limit)
 	if err != nil {
 		return nil, err
 	}
@@ -597,7 +585,7 @@ func (s *Store) ReadAll(ctx context.Context, from eventstore.Position, limit int
 
 // Subscribe implements eventstore.Store.
 func (s *Store) Subscribe(ctx context.Context, from eventstore.Position, fn func(context.Context, []eventstore.RecordedEvent) error) error {
-	return s.inner.Subscribe(ctx, from, func(ctx context.Context, recs []eventstore.RecordedEvent) error {
+	return s.backend.Subscribe(ctx, from, func(ctx context.Context, recs []eventstore.RecordedEvent) error {
 		read, err := s.read(ctx, recs)
 		if err != nil {
 			return err
@@ -605,28 +593,3 @@ func (s *Store) Subscribe(ctx context.Context, from eventstore.Position, fn func
 		return fn(ctx, read)
 	})
 }
-
-// Head implements eventstore.Store.
-func (s *Store) Head(ctx context.Context) (eventstore.Position, error) { return s.inner.Head(ctx) }
-
-// VisibleHead implements eventstore.VisibleHeader.
-func (s *Store) VisibleHead(ctx context.Context) (eventstore.Position, error) {
-	return eventstore.VisibleHead(ctx, s.inner)
-}
-
-// CommittedHead implements eventstore.CommittedHeader.
-func (s *Store) CommittedHead(ctx context.Context) (eventstore.Position, error) {
-	return eventstore.CommittedHead(ctx, s.inner)
-}
-
-// SubscribeStats implements eventstore.SharedReader: the inner store's, zeros when it shares no
-// reads.
-func (s *Store) SubscribeStats() eventstore.TailStats {
-	if r, ok := s.inner.(eventstore.SharedReader); ok {
-		return r.SubscribeStats()
-	}
-	return eventstore.TailStats{}
-}
-
-// Close implements eventstore.Store; it closes the inner store.
-func (s *Store) Close() error { return s.inner.Close() }

@@ -17,10 +17,7 @@ import (
 	"github.com/casebook/casebook/internal/sqldb"
 )
 
-var (
-	_ eventstore.Store   = (*Store)(nil)
-	_ eventstore.Counter = (*Store)(nil)
-)
+var _ eventstore.Store = (*Store)(nil)
 
 // PollInterval bounds how long a subscriber sleeps before noticing an append made by another process
 // on the same file; appends in this process wake subscribers at once.
@@ -82,9 +79,10 @@ func New(ctx context.Context, db *sqldb.DB, opts Options) (*Store, error) {
 // Append implements eventstore.Store. Concurrent appends are group-committed (sqldb.Group): each
 // checks its expected revision inside the shared transaction, after the appends queued before it,
 // and a failed condition fails only its own append. Append returns only after the transaction
-// holding its events has committed. The eventstore.Companions in ctx on s's handle are inserted in
-// the same transaction, after the events (the command's audit entry, a new inquiry's data key).
-func (s *Store) Append(ctx context.Context, stream string, expected eventstore.ExpectedRevision, events []eventstore.EventData) (eventstore.AppendResult, error) {
+// holding its events has committed. The companions its options carry on s's handle are inserted
+// in the same transaction, after the events (the command's audit entry, a new inquiry's data key).
+func (s *Store) Append(ctx context.Context, stream string, expected eventstore.ExpectedRevision, events []eventstore.EventData,
+	opts ...eventstore.AppendOption) (eventstore.AppendResult, error) {
 	if stream == "" {
 		return eventstore.AppendResult{}, errors.New("eventstore/sqlite: empty stream name")
 	}
@@ -92,8 +90,8 @@ func (s *Store) Append(ctx context.Context, stream string, expected eventstore.E
 		return eventstore.AppendResult{}, errors.New("eventstore/sqlite: nothing to append")
 	}
 	var cs []*eventstore.Companion
-	for _, c := range eventstore.CompanionsOf(ctx) {
-		if s.WritesCompanionsOn(c.Handle) {
+	for _, c := range eventstore.NewAppendOptions(opts).Companions {
+		if s.Capabilities().WritesCompanionsOn(c.Handle) {
 			cs = append(cs, c)
 		}
 	}
@@ -178,17 +176,18 @@ func insertCompanion(ctx context.Context, tx *sqldb.Tx, c *eventstore.Companion,
 	return nil
 }
 
-var (
-	_ eventstore.CompanionWriter = (*Store)(nil)
-	_ eventstore.Claimer         = (*Store)(nil)
-)
-
-// WithClaim implements eventstore.Claimer: the claim is a companion row of the append.
-func (s *Store) WithClaim(ctx context.Context, name string) (context.Context, bool) {
-	return eventstore.WithCompanion(ctx, eventstore.ClaimCompanion(s.db.CompanionHandle(), name)), true
+// Capabilities implements eventstore.Store: the store counts, rewrites, keeps claims, shares its
+// subscriptions' reads, and writes companions on its handle.
+func (s *Store) Capabilities() eventstore.Capabilities {
+	return eventstore.Capabilities{Count: true, Rewrite: true, Claims: true, SharedReads: true, CompanionHandle: s.db.CompanionHandle()}
 }
 
-// Claimed implements eventstore.Claimer.
+// Claim implements eventstore.Store: the claim is a companion row of the append.
+func (s *Store) Claim(name string) (eventstore.AppendOption, bool) {
+	return eventstore.WithCompanions(eventstore.ClaimCompanion(s.db.CompanionHandle(), name)), true
+}
+
+// Claimed implements eventstore.Store.
 func (s *Store) Claimed(ctx context.Context, name string) (string, error) {
 	var stream string
 	err := s.db.QueryRowContext(ctx, `SELECT stream FROM stream_claims WHERE name = ?`, name).Scan(&stream)
@@ -200,9 +199,6 @@ func (s *Store) Claimed(ctx context.Context, name string) (string, error) {
 	}
 	return stream, nil
 }
-
-// WritesCompanionsOn implements eventstore.CompanionWriter: companions on s's handle.
-func (s *Store) WritesCompanionsOn(handle any) bool { return handle == s.db.CompanionHandle() }
 
 func nonNil(b []byte) []byte {
 	if b == nil {
@@ -297,7 +293,14 @@ func (s *Store) Head(ctx context.Context) (eventstore.Position, error) {
 	return pos(seq.Int64), nil
 }
 
-// CountAfter implements eventstore.Counter, exactly: the distance from from to the head. The
+// VisibleHead implements eventstore.Store: Head, which waits for nothing (SQLite serializes
+// writers).
+func (s *Store) VisibleHead(ctx context.Context) (eventstore.Position, error) { return s.Head(ctx) }
+
+// CommittedHead implements eventstore.Store: Head.
+func (s *Store) CommittedHead(ctx context.Context) (eventstore.Position, error) { return s.Head(ctx) }
+
+// CountAfter implements eventstore.Store, exactly: the distance from from to the head. The
 // sequence (seq, the rowid with AUTOINCREMENT) skips no number: an append that rolls back (a failed
 // condition, a duplicate id, a failed commit) undoes its rows and its sqlite_sequence update
 // alike, so the next append takes the same numbers, and no event is ever deleted.
@@ -363,14 +366,10 @@ func (s *Store) Close() error {
 	return nil
 }
 
-var _ eventstore.SharedReader = (*Store)(nil)
-
-// SubscribeStats implements eventstore.SharedReader.
+// SubscribeStats implements eventstore.Store.
 func (s *Store) SubscribeStats() eventstore.TailStats { return s.tail.Stats() }
 
-var _ eventstore.Rewriter = (*Store)(nil)
-
-// RewriteData implements eventstore.Rewriter.
+// RewriteData implements eventstore.Store.
 func (s *Store) RewriteData(ctx context.Context, stream string, revision uint64, old, data []byte) (bool, error) {
 	var n int64
 	err := sqldb.InTx(ctx, s.db, func(tx *sql.Tx) error {

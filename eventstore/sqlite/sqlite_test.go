@@ -162,11 +162,11 @@ func TestPanicInAppendReachesItsCaller(t *testing.T) {
 	if _, err := db.ExecContext(t.Context(), `CREATE TABLE side (stream TEXT NOT NULL)`); err != nil {
 		t.Fatal(err)
 	}
-	ctx := eventstore.WithCompanion(t.Context(), &eventstore.Companion{Handle: db.CompanionHandle(), Table: "side", Columns: []string{"stream"},
+	companion := eventstore.WithCompanions(&eventstore.Companion{Handle: db.CompanionHandle(), Table: "side", Columns: []string{"stream"},
 		Values: func(stream string) []any { panic("cannot derive a row for " + stream) }})
 	recovered := func() (v any) {
 		defer func() { v = recover() }()
-		_, _ = s.Append(ctx, "s-bad", eventstore.NoStream(), eventstoretest.Events("a", 1))
+		_, _ = s.Append(t.Context(), "s-bad", eventstore.NoStream(), eventstoretest.Events("a", 1), companion)
 		return nil
 	}()
 	if recovered != "cannot derive a row for s-bad" {
