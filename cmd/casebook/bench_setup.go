@@ -102,7 +102,7 @@ func (e *benchEnv) openBaselineDB(ctx context.Context, sf *storageFlags) (*sqldb
 		}
 		path := filepath.Join(sf.dataDir, "bench-baseline.db")
 		for _, suffix := range []string{"", "-wal", "-shm"} {
-			_ = os.Remove(path + suffix)
+			_ = os.Remove(path + suffix) //nolint:gosec // the operator names the data directory
 		}
 		if baselineDB, err = sqldb.OpenSQLite(path); err != nil {
 			return nil, err
@@ -110,7 +110,7 @@ func (e *benchEnv) openBaselineDB(ctx context.Context, sf *storageFlags) (*sqldb
 		baselineDB.SetMaxOpenConns(1) // one writer, as the least a durable insert needs
 		e.onClose(func() {
 			for _, suffix := range []string{"", "-wal", "-shm"} {
-				_ = os.Remove(path + suffix)
+				_ = os.Remove(path + suffix) //nolint:gosec // the operator names the data directory
 			}
 		})
 	}
