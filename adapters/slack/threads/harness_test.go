@@ -21,7 +21,6 @@ const channel = "C0OPS000001"
 type clock = apptest.Clock
 
 type bundle struct {
-	env    *slacktest.Env
 	app    *app.App
 	fake   *fakeslack.Server
 	clock  *clock
@@ -51,12 +50,7 @@ func setupWith(t *testing.T, cfg app.Config, clearance string, opts fakeslack.Op
 	opts.Channels = []string{channel}
 	e := slacktest.New(t, cfg, slacktest.Options{Fake: opts, FakeOnClock: true, SigningSecret: "sig-secret",
 		NoInstall: clearance == "", Destination: channel, Clearance: clearance})
-	return &bundle{env: e, app: e.App, fake: e.Fake, clock: e.Clock, tenant: e.Tenant, admin: e.Admin, op: e.Operator, worked: map[int64]bool{}}
-}
-
-func (b *bundle) install(t *testing.T, clearance string) {
-	t.Helper()
-	b.env.Install(t, channel, clearance)
+	return &bundle{app: e.App, fake: e.Fake, clock: e.Clock, tenant: e.Tenant, admin: e.Admin, op: e.Operator, worked: map[int64]bool{}}
 }
 
 func (b *bundle) intake(t *testing.T, key string) domain.InquiryID {
