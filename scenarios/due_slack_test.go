@@ -1,9 +1,7 @@
 package scenarios
 
 import (
-	"encoding/json"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -15,12 +13,13 @@ import (
 
 	"github.com/casebook/casebook/adapters/slack/fakeslack"
 	"github.com/casebook/casebook/adapters/slack/reminders"
-	"github.com/casebook/casebook/adapters/slack/slackinstall"
 	"github.com/casebook/casebook/adapters/slack/threads"
 	"github.com/casebook/casebook/app"
 	"github.com/casebook/casebook/app/apptest"
 	"github.com/casebook/casebook/domain"
 	"github.com/casebook/casebook/eventstore"
+	"github.com/casebook/casebook/internal/httptestclient"
+	"github.com/casebook/casebook/internal/slacktest"
 )
 
 // dueScenario is one in-process Casebook on SQLite with a hand-driven clock and ticker, the fake
@@ -35,25 +34,11 @@ type dueScenario struct {
 
 func (d *dueScenario) call(t *testing.T, method, path, token, ifMatch, body string) (int, map[string]any) {
 	t.Helper()
-	req, _ := http.NewRequestWithContext(t.Context(), method, d.srv.URL+path, strings.NewReader(body))
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	if body != "" {
-		req.Header.Set("Content-Type", "application/json")
-	}
+	r := httptestclient.Request{Method: method, Path: path, Token: token, Body: body}
 	if ifMatch != "" {
-		req.Header.Set("If-Match", `"`+ifMatch+`"`)
+		r.Header = map[string]string{"If-Match": `"` + ifMatch + `"`}
 	}
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
-	raw, _ := io.ReadAll(res.Body)
-	var m map[string]any
-	_ = json.Unmarshal(raw, &m)
-	return res.StatusCode, m
+	return httptestclient.Client{Base: d.srv.URL}.Call(t, r)
 }
 
 func (d *dueScenario) must(t *testing.T, want int, method, path, token, ifMatch, body string) map[string]any {
@@ -142,30 +127,16 @@ func (d *dueScenario) pendingKinds(t *testing.T, token, id string) []string {
 func TestDueSlackScenario(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	clock := apptest.NewClock(time.Date(2026, 11, 2, 9, 0, 0, 0, time.UTC))
-	a := apptest.Open(t, app.Config{DataDir: filepath.Join(t.TempDir(), "data"), Now: clock.Now, DueTick: -1,
-		PublicURL: "https://casebook.example", Logger: slog.New(slog.DiscardHandler)})
 	const ops, oncall = "C0OPS000001", "C0ONCALL001"
-	d := &dueScenario{a: a, clock: clock, fake: fakeslack.NewTestServer(t, fakeslack.Options{Channels: []string{ops, oncall}}),
-		srv: httptest.NewServer(a.Handler()), worked: map[int64]bool{}}
+	e := slacktest.New(t, app.Config{DataDir: filepath.Join(t.TempDir(), "data"), DueTick: -1,
+		PublicURL: "https://casebook.example", Logger: slog.New(slog.DiscardHandler)},
+		slacktest.Options{Start: time.Date(2026, 11, 2, 9, 0, 0, 0, time.UTC), Fake: fakeslack.Options{Channels: []string{ops, oncall}},
+			SigningSecret: "s", Destination: ops, Clearance: "internal"})
+	a, clock := e.App, e.Clock
+	d := &dueScenario{a: a, clock: clock, fake: e.Fake, srv: httptest.NewServer(a.Handler()), worked: map[int64]bool{}}
 	t.Cleanup(d.srv.Close)
-	ten, _, adminTok, err := a.Tenancy.CreateTenant(ctx, "acme")
-	if err != nil {
-		t.Fatal(err)
-	}
-	olga, opTok, err := a.Tenancy.CreatePrincipal(ctx, "acme", "Olga", domain.RoleOperator, "support")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := a.Slack.Install(ctx, slackinstall.InstallRequest{Tenant: ten.ID, Token: d.fake.Token(), SigningSecret: "s", AppID: "A0FAKEAPP01", APIURL: d.fake.URL()}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := a.Slack.SetDestination(ctx, slackinstall.DestinationRequest{Tenant: ten.ID, Channel: ops, Clearance: "internal"}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := a.Slack.LinkUser(ctx, ten.ID, "", "U0OLGA0001", olga.ID); err != nil {
-		t.Fatal(err)
-	}
+	ten, adminTok, olga, opTok := e.Tenant, e.AdminToken, e.Operator, e.OperatorToken
+	e.Link(t, "U0OLGA0001", olga)
 	d.must(t, 200, "PUT", "/v1/admin/sla-policy", adminTok, "",
 		`{"time_zone":"UTC","targets":{"normal":{"first_response":"1h","resolution":"4h"}},"warning_at":0.5}`)
 	d.must(t, 200, "PUT", "/v1/admin/slack/escalation", adminTok, "", `{"channel":"`+oncall+`","clearance":"internal"}`)
@@ -207,12 +178,12 @@ func TestDueSlackScenario(t *testing.T) {
 
 	// 31 minutes: the first inquiry's first-response warning, as a reply in its thread.
 	d.tick(t, 31*time.Minute)
-	if got := d.thread(t, ten.ID, first); len(got) != 1 || !strings.HasPrefix(got[0], "SLA warning: the first response target") {
+	if got := d.thread(t, ten, first); len(got) != 1 || !strings.HasPrefix(got[0], "SLA warning: the first response target") {
 		t.Fatalf("thread after the warning = %q", got)
 	}
 	// 61 minutes: the breach (a reply) and the escalation (a post in the escalation channel).
 	d.tick(t, 30*time.Minute)
-	got := d.thread(t, ten.ID, first)
+	got := d.thread(t, ten, first)
 	if len(got) != 2 || !strings.HasPrefix(got[1], "SLA breached: the first response target") {
 		t.Fatalf("thread after the breach = %q", got)
 	}
@@ -223,7 +194,7 @@ func TestDueSlackScenario(t *testing.T) {
 	if strings.Contains(string(posts[0].Blocks), "Ada") {
 		t.Fatal("an internal escalation channel got requester data")
 	}
-	if r := d.thread(t, ten.ID, second); len(r) != 0 {
+	if r := d.thread(t, ten, second); len(r) != 0 {
 		t.Fatalf("the claimed inquiry was warned: %q", r)
 	}
 
@@ -241,7 +212,7 @@ func TestDueSlackScenario(t *testing.T) {
 	d.tick(t, 31*time.Minute)
 	d.tick(t, 5*time.Minute) // a later tick finds nothing more to do
 	var reminders []string
-	for _, r := range d.thread(t, ten.ID, first) {
+	for _, r := range d.thread(t, ten, first) {
 		if strings.HasPrefix(r, "Follow-up due") {
 			reminders = append(reminders, r)
 		}
@@ -257,9 +228,9 @@ func TestDueSlackScenario(t *testing.T) {
 	if got := d.pendingKinds(t, opTok, first); len(got) != 0 {
 		t.Fatalf("pending after resolution = %v", got)
 	}
-	before := len(d.thread(t, ten.ID, first))
+	before := len(d.thread(t, ten, first))
 	d.tick(t, 10*time.Hour)
-	if n := len(d.thread(t, ten.ID, first)); n != before {
+	if n := len(d.thread(t, ten, first)); n != before {
 		t.Fatalf("%d replies after resolution, want %d", n, before)
 	}
 	receipt := det["receipt"].(string)

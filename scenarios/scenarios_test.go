@@ -20,6 +20,7 @@ import (
 	"github.com/casebook/casebook/app"
 	"github.com/casebook/casebook/domain"
 	"github.com/casebook/casebook/eventstore"
+	"github.com/casebook/casebook/internal/httptestclient"
 	"github.com/casebook/casebook/internal/pgtest"
 )
 
@@ -144,25 +145,11 @@ func startWith(t *testing.T, env []string, storage ...string) *server {
 }
 
 func (s *server) do(method, path, token, key, body string) (int, map[string]any, error) {
-	req, err := http.NewRequest(method, s.base+path, strings.NewReader(body))
-	if err != nil {
-		return 0, nil, err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
+	r := httptestclient.Request{Method: method, Path: path, Token: token, Body: body}
 	if key != "" {
-		req.Header.Set("Idempotency-Key", key)
+		r.Header = map[string]string{"Idempotency-Key": key}
 	}
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return 0, nil, err
-	}
-	defer res.Body.Close()
-	var m map[string]any
-	_ = json.NewDecoder(res.Body).Decode(&m)
-	return res.StatusCode, m, nil
+	return httptestclient.Client{Base: s.base}.Do(context.Background(), r)
 }
 
 // durableReceipts opens the storage cfg names (no server running) and returns the receipts of every

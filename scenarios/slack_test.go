@@ -2,6 +2,7 @@ package scenarios
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"mime/multipart"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/casebook/casebook/adapters/slack/fakeslack"
+	"github.com/casebook/casebook/internal/httptestclient"
 )
 
 // eventually polls cond (the fake's state) until it holds, failing after a generous deadline.
@@ -68,21 +70,8 @@ func TestSlackThreadScenario(t *testing.T) {
 
 // doIfMatch is do with an If-Match version.
 func (s *server) doIfMatch(method, path, token, version, body string) (int, map[string]any, error) {
-	req, err := http.NewRequest(method, s.base+path, strings.NewReader(body))
-	if err != nil {
-		return 0, nil, err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Authorization", "Bearer "+token)
-	req.Header.Set("If-Match", `"`+version+`"`)
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return 0, nil, err
-	}
-	defer res.Body.Close()
-	var m map[string]any
-	_ = json.NewDecoder(res.Body).Decode(&m)
-	return res.StatusCode, m, nil
+	return httptestclient.Client{Base: s.base}.Do(context.Background(), httptestclient.Request{Method: method, Path: path,
+		Token: token, Body: body, Header: map[string]string{"If-Match": `"` + version + `"`}})
 }
 
 // TestAttachmentsNeverInSlack: what holds for attachments and Slack is that nothing of them is ever

@@ -7,6 +7,7 @@
 //	projections/…                            those
 //	adapters/…                               those (peers among adapters are #13's depguard rule)
 //	app/…, cmd/…, scenarios                  the wiring and the binary, on top: anything
+//	internal/slacktest                       the tests' Slack set-up (it opens the app): on top
 //
 // A package may import packages of its own layer or of a lower one, never one above. The rule
 // holds for a package's own files and its in-package tests; external test packages (package
@@ -51,6 +52,7 @@ var rules = []struct {
 	{"app", Top},
 	{"cmd", Top},
 	{"scenarios", Top},
+	{"internal/slacktest", Top},
 }
 
 // LayerOf returns the layer of a module package path (relative or absolute), and false when the

@@ -1,8 +1,8 @@
 package callbacks_test
 
 import (
+	"context"
 	"errors"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -16,6 +16,7 @@ import (
 	"github.com/casebook/casebook/app"
 	"github.com/casebook/casebook/app/apptest"
 	"github.com/casebook/casebook/domain"
+	"github.com/casebook/casebook/internal/httptestclient"
 )
 
 func signedJSON(now time.Time, path, body, sec string) *http.Request {
@@ -180,19 +181,12 @@ func TestEscalationDestinationChecked(t *testing.T) {
 	srv := httptest.NewServer(a.Handler())
 	t.Cleanup(srv.Close)
 	put := func(ch string) (int, string) {
-		req, err := http.NewRequest(http.MethodPut, srv.URL+"/v1/admin/slack/escalation", strings.NewReader(`{"channel":"`+ch+`","clearance":"internal"}`))
+		code, body, err := httptestclient.Client{Base: srv.URL}.Raw(context.Background(), httptestclient.Request{Method: http.MethodPut,
+			Path: "/v1/admin/slack/escalation", Token: adminTok, Body: `{"channel":"` + ch + `","clearance":"internal"}`})
 		if err != nil {
 			t.Fatal(err)
 		}
-		req.Header.Set("Authorization", "Bearer "+adminTok)
-		req.Header.Set("Content-Type", "application/json")
-		res, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer res.Body.Close()
-		b, _ := io.ReadAll(res.Body)
-		return res.StatusCode, string(b)
+		return code, string(body)
 	}
 	if code, body := put("C0NOSUCH001"); code != 422 || !strings.Contains(body, "knows no channel") {
 		t.Fatalf("unknown channel = %d %s", code, body)

@@ -15,12 +15,12 @@ import (
 	"time"
 
 	"github.com/casebook/casebook/adapters/slack/fakeslack"
-	"github.com/casebook/casebook/adapters/slack/slackinstall"
 	"github.com/casebook/casebook/adapters/slack/threads"
 	"github.com/casebook/casebook/app"
 	"github.com/casebook/casebook/app/apptest"
 	"github.com/casebook/casebook/commands"
 	"github.com/casebook/casebook/domain"
+	"github.com/casebook/casebook/internal/slacktest"
 )
 
 const (
@@ -52,10 +52,11 @@ func setup(t *testing.T) *bundle { t.Helper(); return setupLogged(t, nil) }
 // setupLogged is setup with the app logging to log (nil: the default logger).
 func setupLogged(t *testing.T, log *slog.Logger) *bundle {
 	t.Helper()
-	ctx := t.Context()
-	c := apptest.NewClock(time.Date(2026, 11, 1, 9, 0, 0, 0, time.UTC))
-	a := apptest.Open(t, app.Config{DataDir: filepath.Join(t.TempDir(), "data"), Now: c.Now, Logger: log})
-	b := &bundle{app: a, clock: c, replies: make(chan string, 64), worked: map[int64]bool{}}
+	e := slacktest.New(t, app.Config{DataDir: filepath.Join(t.TempDir(), "data"), Logger: log},
+		slacktest.Options{Fake: fakeslack.Options{Channels: []string{channel}}, SigningSecret: secret, AppID: appID,
+			Destination: channel, Clearance: "internal"})
+	a := e.App
+	b := &bundle{app: a, fake: e.Fake, clock: e.Clock, tenant: e.Tenant, olga: e.Operator, replies: make(chan string, 64), worked: map[int64]bool{}}
 	resp := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var m struct {
 			Text         string `json:"text"`
@@ -73,29 +74,9 @@ func setupLogged(t *testing.T, log *slog.Logger) *bundle {
 	a.Callbacks.ResponseURLPrefix = resp.URL + "/actions/"
 	a.Callbacks.AckBudget = time.Minute // tests wait for the answer, never for the clock
 	b.http = a.Handler()
-	b.fake = fakeslack.NewTestServer(t, fakeslack.Options{Channels: []string{channel}})
-	ten, _, _, err := a.Tenancy.CreateTenant(ctx, "acme")
-	if err != nil {
-		t.Fatal(err)
-	}
-	b.tenant = ten.ID
-	if b.olga, _, err = a.Tenancy.CreatePrincipal(ctx, "acme", "Olga", domain.RoleOperator, "support"); err != nil {
-		t.Fatal(err)
-	}
-	if b.bob, _, err = a.Tenancy.CreatePrincipal(ctx, "acme", "Bob", domain.RoleOperator, "support"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := a.Slack.Install(ctx, slackinstall.InstallRequest{Tenant: b.tenant, Token: b.fake.Token(), SigningSecret: secret, AppID: appID, APIURL: b.fake.URL()}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := a.Slack.SetDestination(ctx, slackinstall.DestinationRequest{Tenant: b.tenant, Channel: channel, Clearance: "internal"}); err != nil {
-		t.Fatal(err)
-	}
-	for u, p := range map[string]domain.Principal{"U0OLGA0001": b.olga, "U0BOB00001": b.bob} {
-		if _, err := a.Slack.LinkUser(ctx, b.tenant, "", u, p.ID); err != nil {
-			t.Fatal(err)
-		}
-	}
+	b.bob, _ = e.NewOperator(t, "Bob")
+	e.Link(t, "U0OLGA0001", b.olga)
+	e.Link(t, "U0BOB00001", b.bob)
 	return b
 }
 

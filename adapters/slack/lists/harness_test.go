@@ -10,10 +10,10 @@ import (
 
 	"github.com/casebook/casebook/adapters/slack/fakeslack"
 	"github.com/casebook/casebook/adapters/slack/lists"
-	"github.com/casebook/casebook/adapters/slack/slackinstall"
 	"github.com/casebook/casebook/app"
 	"github.com/casebook/casebook/app/apptest"
 	"github.com/casebook/casebook/domain"
+	"github.com/casebook/casebook/internal/slacktest"
 )
 
 type clock = apptest.Clock
@@ -40,21 +40,13 @@ func boardColumns() []fakeslack.Column { return apptest.BoardColumns() }
 
 func setup(t *testing.T, cfg app.Config) *bundle {
 	t.Helper()
-	ctx := t.Context()
-	c := apptest.NewClock(time.Date(2026, 11, 1, 9, 0, 0, 0, time.UTC))
-	cfg.Now, cfg.Logger = c.Now, slog.New(slog.DiscardHandler)
-	a := apptest.Open(t, cfg)
-	fake := fakeslack.NewTestServer(t, fakeslack.Options{})
-	ten, _, op := apptest.TenantWithOperator(t, a, "acme")
-	if _, err := a.Slack.Install(ctx, slackinstall.InstallRequest{Tenant: ten, Token: fake.Token(), SigningSecret: "sig",
-		AppID: "A0FAKEAPP01", APIURL: fake.URL()}); err != nil {
-		t.Fatal(err)
-	}
-	li, err := fake.CreateList("Inquiries", boardColumns()...)
+	cfg.Logger = slog.New(slog.DiscardHandler)
+	e := slacktest.New(t, cfg, slacktest.Options{})
+	li, err := e.Fake.CreateList("Inquiries", boardColumns()...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &bundle{app: a, fake: fake, clock: c, tenant: ten, op: op, list: li, worked: map[int64]bool{}}
+	return &bundle{app: e.App, fake: e.Fake, clock: e.Clock, tenant: e.Tenant, op: e.Operator, list: li, worked: map[int64]bool{}}
 }
 
 func (b *bundle) activate(t *testing.T) lists.Config {

@@ -4,13 +4,12 @@ import (
 	"fmt"
 	"log/slog"
 	"testing"
-	"time"
 
 	"github.com/casebook/casebook/adapters/slack/fakeslack"
 	"github.com/casebook/casebook/adapters/slack/lists"
-	"github.com/casebook/casebook/adapters/slack/slackinstall"
 	"github.com/casebook/casebook/app"
 	"github.com/casebook/casebook/app/apptest"
+	"github.com/casebook/casebook/internal/slacktest"
 )
 
 // BenchmarkReconcileInSync: one sweep of an in-sync List of N rows (and N rows a person archived)
@@ -21,14 +20,9 @@ func BenchmarkReconcileInSync(b *testing.B) {
 	for _, n := range []int{100, 1000} {
 		b.Run(fmt.Sprintf("rows=%d", n), func(b *testing.B) {
 			ctx := b.Context()
-			clk := apptest.NewClock(time.Date(2026, 11, 1, 9, 0, 0, 0, time.UTC))
-			a := apptest.Open(b, app.Config{DataDir: b.TempDir(), Now: clk.Now, Logger: slog.New(slog.DiscardHandler)})
-			fake := fakeslack.NewTestServer(b, fakeslack.Options{RowCap: 3 * n})
-			ten, _, _ := apptest.TenantWithOperator(b, a, "acme")
-			if _, err := a.Slack.Install(ctx, slackinstall.InstallRequest{Tenant: ten, Token: fake.Token(), SigningSecret: "sig",
-				AppID: "A0FAKEAPP01", APIURL: fake.URL()}); err != nil {
-				b.Fatal(err)
-			}
+			e := slacktest.New(b, app.Config{DataDir: b.TempDir(), Logger: slog.New(slog.DiscardHandler)},
+				slacktest.Options{Fake: fakeslack.Options{RowCap: 3 * n}})
+			a, fake, ten := e.App, e.Fake, e.Tenant
 			li, err := fake.CreateList("Inquiries", apptest.BoardColumns()...)
 			if err != nil {
 				b.Fatal(err)

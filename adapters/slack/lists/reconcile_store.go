@@ -194,17 +194,6 @@ func (s *Store) Reconciliation(ctx context.Context, tenant domain.TenantID, list
 	return out, nil
 }
 
-// tombstone returns the row id a complete scan last found missing for the inquiry ("": none).
-func (s *Store) tombstone(ctx context.Context, tenant domain.TenantID, list string, id domain.InquiryID) (string, error) {
-	var row string
-	err := s.DB.QueryRowContext(ctx, s.DB.Rebind(`SELECT row_id FROM slack_list_tombstones WHERE tenant_id = ? AND list_id = ? AND inquiry_id = ?`),
-		tenant, list, id).Scan(&row)
-	if errors.Is(err, sql.ErrNoRows) {
-		return "", nil
-	}
-	return row, err
-}
-
 func (s *Store) setTombstone(ctx context.Context, tenant domain.TenantID, list string, id domain.InquiryID, row string) error {
 	return s.exec(ctx, `INSERT INTO slack_list_tombstones (tenant_id, list_id, inquiry_id, row_id, first_missing_at) VALUES (?, ?, ?, ?, ?)
 		ON CONFLICT (tenant_id, list_id, inquiry_id) DO UPDATE SET row_id = excluded.row_id, first_missing_at = excluded.first_missing_at`,
@@ -272,4 +261,23 @@ func (s *Store) workingSetMax(ctx context.Context, tenant domain.TenantID, list 
 	var n int
 	err := s.DB.QueryRowContext(ctx, s.DB.Rebind(`SELECT working_set_max FROM slack_list_projections WHERE tenant_id = ? AND list_id = ?`), tenant, list).Scan(&n)
 	return n, err
+}
+
+// tombstones returns, per inquiry, the row a complete scan last found missing in list.
+func (s *Store) tombstones(ctx context.Context, tenant domain.TenantID, list string) (map[domain.InquiryID]string, error) {
+	rows, err := s.DB.QueryContext(ctx, s.DB.Rebind(`SELECT inquiry_id, row_id FROM slack_list_tombstones WHERE tenant_id = ? AND list_id = ?`), tenant, list)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = rows.Close() }()
+	out := map[domain.InquiryID]string{}
+	for rows.Next() {
+		var id domain.InquiryID
+		var row string
+		if err := rows.Scan(&id, &row); err != nil {
+			return nil, err
+		}
+		out[id] = row
+	}
+	return out, rows.Err()
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/casebook/casebook/app/apptest"
 	"github.com/casebook/casebook/commands"
 	"github.com/casebook/casebook/domain"
+	"github.com/casebook/casebook/internal/slacktest"
 )
 
 const (
@@ -47,32 +48,15 @@ func setup(t *testing.T, cfg app.Config, clearance string) *bundle {
 // setupWith is setup with a fake configured by opts (its channels and clock are the harness's).
 func setupWith(t *testing.T, cfg app.Config, clearance string, opts fakeslack.Options) *bundle {
 	t.Helper()
-	ctx := t.Context()
-	c := apptest.NewClock(time.Date(2026, 11, 2, 9, 0, 0, 0, time.UTC))
-	cfg.Now, cfg.PublicURL, cfg.DueTick, cfg.Logger = c.Now, "https://casebook.example", -1, slog.New(slog.DiscardHandler)
-	a := apptest.Open(t, cfg)
-	opts.Channels, opts.Clock = []string{channel, escChannel}, c
-	fake := fakeslack.NewTestServer(t, opts)
-	ten, admin, olga := apptest.TenantWithOperator(t, a, "acme")
-	b := &bundle{app: a, fake: fake, clock: c, tenant: ten, admin: admin, olga: olga, worked: map[int64]bool{}}
-	var err error
-	if b.bob, _, err = a.Tenancy.CreatePrincipal(ctx, "acme", "Bob", domain.RoleOperator, "support"); err != nil {
-		t.Fatal(err)
-	}
-	if b.carl, _, err = a.Tenancy.CreatePrincipal(ctx, "acme", "Carl Unlinked", domain.RoleOperator, "support"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := a.Slack.Install(ctx, slackinstall.InstallRequest{Tenant: ten, Token: fake.Token(), SigningSecret: "sig", AppID: "A0FAKEAPP01", APIURL: fake.URL()}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := a.Slack.SetDestination(ctx, slackinstall.DestinationRequest{Tenant: ten, Channel: channel, Clearance: clearance}); err != nil {
-		t.Fatal(err)
-	}
-	for u, p := range map[string]domain.Principal{olgaSlack: b.olga, bobSlack: b.bob} {
-		if _, err := a.Slack.LinkUser(ctx, ten, "", u, p.ID); err != nil {
-			t.Fatal(err)
-		}
-	}
+	cfg.PublicURL, cfg.DueTick, cfg.Logger = "https://casebook.example", -1, slog.New(slog.DiscardHandler)
+	opts.Channels = []string{channel, escChannel}
+	e := slacktest.New(t, cfg, slacktest.Options{Start: time.Date(2026, 11, 2, 9, 0, 0, 0, time.UTC), Fake: opts, FakeOnClock: true,
+		Destination: channel, Clearance: clearance})
+	b := &bundle{app: e.App, fake: e.Fake, clock: e.Clock, tenant: e.Tenant, admin: e.Admin, olga: e.Operator, worked: map[int64]bool{}}
+	b.bob, _ = e.NewOperator(t, "Bob")
+	b.carl, _ = e.NewOperator(t, "Carl Unlinked")
+	e.Link(t, olgaSlack, b.olga)
+	e.Link(t, bobSlack, b.bob)
 	return b
 }
 

@@ -2,15 +2,14 @@ package reminders_test
 
 import (
 	"encoding/json"
-	"io"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"testing"
 
 	"github.com/casebook/casebook/adapters/slack/slackinstall"
 	"github.com/casebook/casebook/app/apptest"
 	"github.com/casebook/casebook/domain"
+	"github.com/casebook/casebook/internal/httptestclient"
 )
 
 // TestEscalationDestinationSettingAudited: the admin route sets, reads and clears the tenant's
@@ -36,20 +35,8 @@ func TestEscalationDestinationSettingAudited(t *testing.T) {
 	defer srv.Close()
 	call := func(method, token, body string) (int, map[string]any) {
 		t.Helper()
-		req, _ := http.NewRequestWithContext(ctx, method, srv.URL+"/v1/admin/slack/escalation", strings.NewReader(body))
-		req.Header.Set("Authorization", "Bearer "+token)
-		if body != "" {
-			req.Header.Set("Content-Type", "application/json")
-		}
-		res, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer res.Body.Close()
-		raw, _ := io.ReadAll(res.Body)
-		var m map[string]any
-		_ = json.Unmarshal(raw, &m)
-		return res.StatusCode, m
+		return httptestclient.Client{Base: srv.URL}.Call(t, httptestclient.Request{Method: method, Path: "/v1/admin/slack/escalation",
+			Token: token, Body: body})
 	}
 	if code, _ := call("GET", annTok, ""); code != http.StatusNotFound {
 		t.Fatalf("none set: %d", code)

@@ -13,11 +13,11 @@ import (
 	"github.com/casebook/casebook/adapters/slack/fakeslack"
 	"github.com/casebook/casebook/adapters/slack/lists"
 	"github.com/casebook/casebook/adapters/slack/slackeffects"
-	"github.com/casebook/casebook/adapters/slack/slackinstall"
 	"github.com/casebook/casebook/adapters/slack/threads"
 	"github.com/casebook/casebook/app"
 	"github.com/casebook/casebook/app/apptest"
 	"github.com/casebook/casebook/domain"
+	"github.com/casebook/casebook/internal/slacktest"
 	"github.com/casebook/casebook/internal/sqldb"
 )
 
@@ -51,28 +51,17 @@ func eachBackend(t *testing.T, cfg func(*app.Config), fn func(t *testing.T, b *b
 
 func setup(t *testing.T, cfg app.Config) *bundle {
 	t.Helper()
-	ctx := t.Context()
-	c := apptest.NewClock(time.Date(2026, 11, 1, 9, 0, 0, 0, time.UTC))
-	cfg.Now, cfg.Logger, cfg.SlackPollInterval = c.Now, slog.New(slog.DiscardHandler), 20*time.Millisecond
-	a := apptest.Open(t, cfg)
-	fake := fakeslack.NewTestServer(t, fakeslack.Options{Channels: []string{channel}})
-	ten, _, op := apptest.TenantWithOperator(t, a, "acme")
-	in, err := a.Slack.Install(ctx, slackinstall.InstallRequest{Tenant: ten, Token: fake.Token(), SigningSecret: "sig",
-		AppID: "A0FAKEAPP01", APIURL: fake.URL()})
+	cfg.Logger, cfg.SlackPollInterval = slog.New(slog.DiscardHandler), 20*time.Millisecond
+	e := slacktest.New(t, cfg, slacktest.Options{Fake: fakeslack.Options{Channels: []string{channel}},
+		Destination: channel, Clearance: "internal"})
+	li, err := e.Fake.CreateList("Inquiries", apptest.BoardColumns()...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.Slack.SetDestination(ctx, slackinstall.DestinationRequest{Tenant: ten, Channel: channel, Clearance: "internal"}); err != nil {
+	if _, err := e.App.Lists.Store.Activate(t.Context(), lists.ActivateRequest{Tenant: e.Tenant, List: li.ID, Clearance: "internal", RemoveAfter: time.Hour}); err != nil {
 		t.Fatal(err)
 	}
-	li, err := fake.CreateList("Inquiries", apptest.BoardColumns()...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := a.Lists.Store.Activate(ctx, lists.ActivateRequest{Tenant: ten, List: li.ID, Clearance: "internal", RemoveAfter: time.Hour}); err != nil {
-		t.Fatal(err)
-	}
-	return &bundle{app: a, fake: fake, clock: c, tenant: ten, op: op, list: li, key: in.Key}
+	return &bundle{app: e.App, fake: e.Fake, clock: e.Clock, tenant: e.Tenant, op: e.Operator, list: li, key: e.Installation.Key}
 }
 
 func (b *bundle) jobs(t *testing.T, kind string) []*rivertype.JobRow {

@@ -8,11 +8,11 @@ import (
 	"github.com/riverqueue/river/rivertype"
 
 	"github.com/casebook/casebook/adapters/slack/fakeslack"
-	"github.com/casebook/casebook/adapters/slack/slackinstall"
 	"github.com/casebook/casebook/adapters/slack/threads"
 	"github.com/casebook/casebook/app"
 	"github.com/casebook/casebook/app/apptest"
 	"github.com/casebook/casebook/domain"
+	"github.com/casebook/casebook/internal/slacktest"
 )
 
 const channel = "C0OPS000001"
@@ -45,29 +45,12 @@ func setup(t *testing.T, cfg app.Config, clearance string) *bundle {
 // setupWith is setup with a fake configured by opts (its channel and clock are the harness's).
 func setupWith(t *testing.T, cfg app.Config, clearance string, opts fakeslack.Options) *bundle {
 	t.Helper()
-	c := apptest.NewClock(time.Date(2026, 11, 1, 9, 0, 0, 0, time.UTC))
-	cfg.Now, cfg.PublicURL = c.Now, "https://casebook.example"
+	cfg.PublicURL = "https://casebook.example"
 	cfg.SlackPollInterval = 20 * time.Millisecond
-	a := apptest.Open(t, cfg)
-	opts.Channels, opts.Clock = []string{channel}, c
-	fake := fakeslack.NewTestServer(t, opts)
-	ten, admin, op := apptest.TenantWithOperator(t, a, "acme")
-	b := &bundle{app: a, fake: fake, clock: c, tenant: ten, admin: admin, op: op, worked: map[int64]bool{}}
-	if clearance != "" {
-		b.install(t, clearance)
-	}
-	return b
-}
-
-func (b *bundle) install(t *testing.T, clearance string) {
-	t.Helper()
-	if _, err := b.app.Slack.Install(t.Context(), slackinstall.InstallRequest{Tenant: b.tenant, Token: b.fake.Token(),
-		SigningSecret: "sig-secret", AppID: "A0FAKEAPP01", APIURL: b.fake.URL()}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := b.app.Slack.SetDestination(t.Context(), slackinstall.DestinationRequest{Tenant: b.tenant, Channel: channel, Clearance: clearance}); err != nil {
-		t.Fatal(err)
-	}
+	opts.Channels = []string{channel}
+	e := slacktest.New(t, cfg, slacktest.Options{Fake: opts, FakeOnClock: true, SigningSecret: "sig-secret",
+		NoInstall: clearance == "", Destination: channel, Clearance: clearance})
+	return &bundle{app: e.App, fake: e.Fake, clock: e.Clock, tenant: e.Tenant, admin: e.Admin, op: e.Operator, worked: map[int64]bool{}}
 }
 
 func (b *bundle) intake(t *testing.T, key string) domain.InquiryID {

@@ -2,32 +2,18 @@ package threads_test
 
 import (
 	"encoding/json"
-	"io"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"testing"
 
 	"github.com/casebook/casebook/adapters/slack/fakeslack"
 	"github.com/casebook/casebook/domain"
+	"github.com/casebook/casebook/internal/httptestclient"
 )
 
 func call(t *testing.T, srv *httptest.Server, method, path, token, body string) (int, map[string]any) {
 	t.Helper()
-	req, _ := http.NewRequestWithContext(t.Context(), method, srv.URL+path, strings.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
-	raw, _ := io.ReadAll(res.Body)
-	var out map[string]any
-	_ = json.Unmarshal(raw, &out)
-	return res.StatusCode, out
+	return httptestclient.Client{Base: srv.URL}.Call(t, httptestclient.Request{Method: method, Path: path, Token: token, Body: body})
 }
 
 // TestSlackOutageNeverFailsIntake: while the fake answers 5xx to everything, intake answers 202;

@@ -5,13 +5,13 @@ import (
 	"log/slog"
 	"os"
 	"testing"
-	"time"
 
 	"github.com/casebook/casebook/adapters/slack/fakeslack"
 	"github.com/casebook/casebook/adapters/slack/threads"
 	"github.com/casebook/casebook/app"
 	"github.com/casebook/casebook/app/apptest"
 	"github.com/casebook/casebook/internal/pgtest"
+	"github.com/casebook/casebook/internal/slacktest"
 )
 
 // BenchmarkIntentBatch: the thread intent subscriber of a tenant with a destination applies a
@@ -22,11 +22,9 @@ func BenchmarkIntentBatch(b *testing.B) {
 	if os.Getenv("TEST_DATABASE_URL") == "" {
 		b.Skip("TEST_DATABASE_URL is not set")
 	}
-	clk := apptest.NewClock(time.Date(2026, 11, 1, 9, 0, 0, 0, time.UTC))
-	a := apptest.Open(b, app.Config{DatabaseURL: pgtest.URL(b), Now: clk.Now, Logger: slog.New(slog.DiscardHandler)})
-	fake := fakeslack.NewTestServer(b, fakeslack.Options{Channels: []string{channel}})
-	ten, _, _ := apptest.TenantWithOperator(b, a, "acme")
-	apptest.InstallSlack(b, a, ten, fake, channel)
+	e := slacktest.New(b, app.Config{DatabaseURL: pgtest.URL(b), Logger: slog.New(slog.DiscardHandler)},
+		slacktest.Options{Fake: fakeslack.Options{Channels: []string{channel}}, Destination: channel, Clearance: "personal"})
+	a, ten := e.App, e.Tenant
 	n := 0
 	for b.Loop() {
 		b.StopTimer()
