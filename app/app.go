@@ -109,6 +109,9 @@ type Config struct {
 	// profile from memory (tenancy.DefaultPublicCacheTTL if zero; negative: read every time). A
 	// change made by another process is seen within it; one made through this App at once.
 	TenantCacheTTL time.Duration
+	// DataDirLocked says the caller holds DataDir's serve lock (LockDataDir) for as long as Serve
+	// runs, so that Serve does not take it again.
+	DataDirLocked bool
 }
 
 // App is an opened Casebook.
@@ -435,8 +438,8 @@ func (a *App) serveMetrics(ctx context.Context, metrics http.Handler) (stop func
 // in-flight requests finish (bounded by ShutdownTimeout), then subscribers stop. In embedded mode
 // only one Serve may run on a data directory; a second one fails at once.
 func (a *App) Serve(ctx context.Context, ln net.Listener) error {
-	if a.owner == "embedded" {
-		unlock, err := lockDataDir(a.Config.DataDir)
+	if a.owner == "embedded" && !a.Config.DataDirLocked {
+		unlock, err := LockDataDir(a.Config.DataDir)
 		if err != nil {
 			return err
 		}

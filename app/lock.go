@@ -8,9 +8,11 @@ import (
 	"syscall"
 )
 
-// lockDataDir takes an exclusive lock on the data directory's serve.lock. The kernel drops it when
-// the process dies, however it dies, so a restart after kill -9 proceeds at once.
-func lockDataDir(dir string) (func(), error) {
+// LockDataDir takes an exclusive lock on the data directory's serve.lock, which must exist as a
+// directory: the lock one serve (and a restore) holds. While another process holds it the error
+// wraps ErrServeRunning. The kernel drops it when the process dies, however it dies, so a restart
+// after kill -9 proceeds at once. unlock releases it.
+func LockDataDir(dir string) (unlock func(), err error) {
 	f, err := os.OpenFile(filepath.Join(dir, "serve.lock"), os.O_CREATE|os.O_RDWR, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("lock data directory: %w", err)
@@ -18,7 +20,7 @@ func lockDataDir(dir string) (func(), error) {
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 		_ = f.Close()
 		if errors.Is(err, syscall.EWOULDBLOCK) {
-			return nil, fmt.Errorf("another casebook serve is running on %s", dir)
+			return nil, fmt.Errorf("%w on %s (or a restore holds it)", ErrServeRunning, dir)
 		}
 		return nil, fmt.Errorf("lock data directory: %w", err)
 	}

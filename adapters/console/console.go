@@ -44,6 +44,7 @@ import (
 	"github.com/casebook/casebook/eventstore"
 	"github.com/casebook/casebook/internal/clientaddr"
 	"github.com/casebook/casebook/internal/ratelimit"
+	"github.com/casebook/casebook/internal/routelog"
 	"github.com/casebook/casebook/internal/seal"
 	"github.com/casebook/casebook/projections"
 	"github.com/casebook/casebook/queries"
@@ -198,6 +199,15 @@ func (c *Console) mux() *mux.Router {
 	r.Use(c.checkQuery)
 	r.NotFoundHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		c.renderError(w, r, nil, http.StatusNotFound, "There is no such page.")
+	})
+	r.Use(func(next http.Handler) http.Handler { // the request log line names the console's route
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if m := mux.CurrentRoute(r); m != nil {
+				tmpl, _ := m.GetPathTemplate()
+				routelog.Set(r.Context(), tmpl)
+			}
+			next.ServeHTTP(w, r)
+		})
 	})
 	static, _ := fs.Sub(staticFS, "static")
 	r.PathPrefix("/console/static/").Handler(http.StripPrefix("/console/static/", staticHandler(static)))

@@ -30,6 +30,7 @@ import (
 	"github.com/casebook/casebook/eventstore"
 	"github.com/casebook/casebook/internal/buildinfo"
 	"github.com/casebook/casebook/internal/flatjson"
+	"github.com/casebook/casebook/internal/routelog"
 	"github.com/casebook/casebook/queries"
 	"github.com/casebook/casebook/tenancy"
 )
@@ -165,16 +166,14 @@ type ctxKey int
 const (
 	keyRequestID ctxKey = iota
 	keyPrincipal
-	keyRoute
 )
 
 // recordRoute stores the matched route template for the request log line.
 func recordRoute(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if p, ok := r.Context().Value(keyRoute).(*string); ok {
-			if m := mux.CurrentRoute(r); m != nil {
-				*p, _ = m.GetPathTemplate()
-			}
+		if m := mux.CurrentRoute(r); m != nil {
+			tmpl, _ := m.GetPathTemplate()
+			routelog.Set(r.Context(), tmpl)
 		}
 		next.ServeHTTP(w, r)
 	})
@@ -237,7 +236,7 @@ func (s *Server) withRequestID(next http.Handler) http.Handler {
 		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
 		start := time.Now()
 		route := "unmatched"
-		ctx := context.WithValue(context.WithValue(r.Context(), keyRequestID, id), keyRoute, &route)
+		ctx := routelog.With(context.WithValue(r.Context(), keyRequestID, id), &route)
 		if knownMethods[r.Method] {
 			next.ServeHTTP(rec, r.WithContext(ctx))
 		} else {

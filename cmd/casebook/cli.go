@@ -13,17 +13,44 @@ import (
 // errUsage: the command line names no command or an unknown one (exit 2, usage on stderr).
 var errUsage = errors.New("usage")
 
+// errReported: the command has already said what failed (serve logs it as a JSON line); exit 1.
+var errReported = errors.New("reported")
+
+// usageError is a command line that cannot be run as written: a flag that does not parse, a
+// missing required flag, a stray argument (exit 2).
+type usageError struct{ error }
+
+func (e usageError) Unwrap() error { return e.error }
+
+// usagef is a usageError.
+func usagef(format string, a ...any) error { return usageError{fmt.Errorf(format, a...)} }
+
 // required marks a flag's usage text: parseFlags refuses an empty value, naming the flag.
 const required = "(required) "
 
 // parseFlags parses args into fs, then refuses positional arguments and missing required flags
 // (those whose usage starts with required). -h and --help return flag.ErrHelp: usage printed, exit 0.
+// A flag it cannot parse is refused in one line that points to the command's -h, not with the
+// whole usage.
 func parseFlags(fs *flag.FlagSet, args []string) error {
-	if err := fs.Parse(args); err != nil {
+	out := fs.Output()
+	fs.SetOutput(io.Discard)
+	err := fs.Parse(args)
+	fs.SetOutput(out)
+	if errors.Is(err, flag.ErrHelp) {
+		if fs.Usage != nil {
+			fs.Usage()
+		} else {
+			fmt.Fprintf(out, "Usage of %s:\n", fs.Name())
+			fs.PrintDefaults()
+		}
 		return err
 	}
+	if err != nil {
+		return usagef("%s: %w; run '%s -h' for its flags", strings.TrimPrefix(fs.Name(), "casebook "), err, fs.Name())
+	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("%s: unexpected argument %q", strings.TrimPrefix(fs.Name(), "casebook "), fs.Arg(0))
+		return usagef("%s: unexpected argument %q", strings.TrimPrefix(fs.Name(), "casebook "), fs.Arg(0))
 	}
 	var missing []string
 	fs.VisitAll(func(f *flag.Flag) {
@@ -32,13 +59,14 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 		}
 	})
 	if len(missing) > 0 {
-		return fmt.Errorf("%s: missing required flag %s", strings.TrimPrefix(fs.Name(), "casebook "), strings.Join(missing, ", "))
+		return usagef("%s: missing required flag %s", strings.TrimPrefix(fs.Name(), "casebook "), strings.Join(missing, ", "))
 	}
 	return nil
 }
 
 // leafCommands take flags directly; the other commands are groups of subcommands.
-var leafCommands = map[string]bool{"serve": true, "migrate": true, "replay": true, "bench": true, "version": true, "erase": true, "export": true}
+var leafCommands = map[string]bool{"serve": true, "migrate": true, "replay": true, "bench": true, "version": true, "erase": true, "export": true,
+	"backup": true, "restore": true}
 
 func isHelp(arg string) bool {
 	return arg == "-h" || arg == "-help" || arg == "--help" || arg == "help"

@@ -38,7 +38,8 @@ func mainCode() int {
 	return exitCode(run(ctx, os.Args[1:], os.Stdout, os.Stderr), os.Stderr)
 }
 
-// exitCode is 0 on success and for -h/--help, 2 otherwise, with the error on stderr.
+// exitCode is 0 on success and for -h/--help; 2 for a command line that cannot be run as written
+// (usageError, errUsage); 1 for a command that failed. The error is said once, on stderr.
 func exitCode(err error, stderr io.Writer) int {
 	switch {
 	case err == nil, errors.Is(err, flag.ErrHelp):
@@ -46,8 +47,13 @@ func exitCode(err error, stderr io.Writer) int {
 	case errors.Is(err, errUsage):
 		return 2
 	}
-	fmt.Fprintln(stderr, "casebook:", err)
-	return 2
+	if !errors.Is(err, errReported) {
+		fmt.Fprintln(stderr, "casebook:", err)
+	}
+	if errors.As(err, new(usageError)) {
+		return 2
+	}
+	return 1
 }
 
 const usage = `usage: casebook <command> [flags]
@@ -95,6 +101,9 @@ commands:
   export --tenant S --email E [--out FILE]   what Casebook holds about a requester, as JSON (audited)
   retention set|show|sweep [--tenant S] [--file policy.json] [--dry-run [--at T]]
                                              a tenant's retention policy; run (or preview) the retention job once
+  backup --to FILE [--force]                 a consistent copy of the embedded database, while serve runs
+  restore --from FILE                        check a backup, keep the current database aside, put the backup
+                                             in its place (refused while serve runs)
   dev fake-slack [--addr A] [--non-marketplace]
                                              serve the fake Slack Web API for local demos
   version                                    print the version, commit and Go version
@@ -149,6 +158,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return exportCmd(ctx, rest, stdout, stderr)
 	case "dev":
 		return devCmd(ctx, rest, stdout, stderr)
+	case "backup":
+		return backupCmd(ctx, rest, stdout, stderr)
+	case "restore":
+		return restoreCmd(ctx, rest, stdout, stderr)
 	case "version", "--version":
 		return version(rest, stdout, stderr)
 	case "help", "-h", "-help", "--help":
@@ -252,7 +265,24 @@ func setServerGC(getenv func(string) string) bool {
 	return true
 }
 
+// serve runs the server. Its stderr carries JSON log lines only: a failure too is one (-h prints
+// the flags); its stdout nothing.
 func serve(ctx context.Context, args []string, stderr io.Writer) error {
+	log := logger(stderr)
+	err := serveMain(ctx, args, stderr, log)
+	if err == nil || errors.Is(err, flag.ErrHelp) {
+		return err
+	}
+	log.Error("casebook serve failed", "err", err.Error())
+	if errors.As(err, new(usageError)) {
+		return usageError{errReported}
+	}
+	return errReported
+}
+
+// serveMain checks that the addresses can be listened on, then (embedded) takes the data
+// directory's serve lock, and only then creates or migrates the storage and serves.
+func serveMain(ctx context.Context, args []string, stderr io.Writer, log *slog.Logger) error {
 	fs, sf := newFlags("serve", stderr)
 	addr := fs.String("addr", envOr("CASEBOOK_ADDR", "127.0.0.1:8080"), "listen address (CASEBOOK_ADDR)")
 	metricsAddr := fs.String("metrics-addr", envOr("CASEBOOK_METRICS_ADDR", ""),
@@ -290,7 +320,6 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	if sf.public, err = public(); err != nil {
 		return err
 	}
-	log := logger(stderr)
 	cfg := sf.config(log)
 	if cfg.DataKeys, err = sf.masterKeys(); err != nil {
 		return err
@@ -311,16 +340,34 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	if err := tenantCache(&cfg); err != nil {
 		return err
 	}
+	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", *addr)
+	if err != nil {
+		return fmt.Errorf("cannot listen on --addr %s (CASEBOOK_ADDR): %w", *addr, err)
+	}
+	defer ln.Close() // Serve closes it too; this is for the failures before
+	if *metricsAddr != "" {
+		if cfg.MetricsListener, err = (&net.ListenConfig{}).Listen(ctx, "tcp", *metricsAddr); err != nil {
+			return fmt.Errorf("cannot listen on --metrics-addr %s (CASEBOOK_METRICS_ADDR): %w", *metricsAddr, err)
+		}
+		defer cfg.MetricsListener.Close()
+	}
+	if cfg.DatabaseURL == "" {
+		if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+			return fmt.Errorf("data directory: %w", err)
+		}
+		unlock, err := app.LockDataDir(cfg.DataDir)
+		if err != nil {
+			return err
+		}
+		defer unlock()
+		cfg.DataDirLocked = true
+	}
 	a, err := app.Open(ctx, cfg)
 	if err != nil {
 		return err
 	}
 	defer a.Close()
-	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", *addr)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(stderr, "Console: %s/console (sign in with an operator token)\n", consoleBase(cfg.PublicURL, ln.Addr().String()))
+	log.Info("console", "url", consoleBase(cfg.PublicURL, ln.Addr().String())+"/console", "sign_in", "an operator token")
 	return a.Serve(ctx, ln)
 }
 
@@ -369,6 +416,9 @@ func tenants(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	defer a.Close()
 	a.Tenancy.TokenTTL = *ttl
 	t, _, token, err := a.Tenancy.CreateTenant(ctx, *slug)
+	if errors.Is(err, domain.ErrConflict) {
+		return fmt.Errorf("tenant %q already exists", *slug)
+	}
 	if err != nil {
 		return err
 	}

@@ -166,6 +166,9 @@ func withTenant(ctx context.Context, sf *storageFlags, stderr io.Writer, slug st
 	}
 	defer a.Close()
 	t, err := a.Tenancy.TenantBySlug(ctx, slug)
+	if errors.Is(err, domain.ErrNotFound) {
+		return err // it names the tenant
+	}
 	if err != nil {
 		return fmt.Errorf("tenant %q: %w", slug, err)
 	}

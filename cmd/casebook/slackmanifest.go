@@ -21,7 +21,7 @@ func slackManifest(_ context.Context, args []string, stdout, stderr io.Writer) e
 	}
 	m, err := slackinstall.NewManifest(slackinstall.ManifestOptions{PublicURL: *public, Name: *name, Lists: *lists})
 	if err != nil {
-		return err
+		return usageError{err} // a flag's value
 	}
 	return printJSON(stdout, m)
 }
