@@ -213,7 +213,9 @@ func TestLegacyReasonsErased(t *testing.T) {
 		}
 		id := res.InquiryID
 		reasons := []string{"Legacy-Waiting-Olive-7070", "Legacy-Archive-Plum-8080", "Legacy-Unarchive-Sage-9090", "Legacy-Hold-Teak-1212", "Legacy-Release-Yew-1313"}
-		on := func(as domain.Principal) commands.Target { return commands.Target{Tenant: ten, InquiryID: id, Actor: as} }
+		on := func(as domain.Principal) commands.Target {
+			return commands.Target{Tenant: ten, InquiryID: id, Actor: as}
+		}
 		for _, step := range []func() (commands.Result, error){
 			func() (commands.Result, error) {
 				return legacy.Transition(ctx, commands.Transition{Target: on(op), To: domain.StatusTriaged, Priority: domain.PriorityNormal})
@@ -224,9 +226,15 @@ func TestLegacyReasonsErased(t *testing.T) {
 			func() (commands.Result, error) {
 				return legacy.Transition(ctx, commands.Transition{Target: on(op), To: domain.StatusWaiting, Reason: reasons[0]})
 			},
-			func() (commands.Result, error) { return legacy.Archive(ctx, commands.Archive{Target: on(op), Reason: reasons[1]}) },
-			func() (commands.Result, error) { return legacy.Unarchive(ctx, commands.Unarchive{Target: on(op), Reason: reasons[2]}) },
-			func() (commands.Result, error) { return legacy.Hold(ctx, commands.Hold{Target: on(admin), Reason: reasons[3]}) },
+			func() (commands.Result, error) {
+				return legacy.Archive(ctx, commands.Archive{Target: on(op), Reason: reasons[1]})
+			},
+			func() (commands.Result, error) {
+				return legacy.Unarchive(ctx, commands.Unarchive{Target: on(op), Reason: reasons[2]})
+			},
+			func() (commands.Result, error) {
+				return legacy.Hold(ctx, commands.Hold{Target: on(admin), Reason: reasons[3]})
+			},
 			func() (commands.Result, error) {
 				return legacy.Hold(ctx, commands.Hold{Target: on(admin), Release: true, Reason: reasons[4]})
 			},

@@ -12,7 +12,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"hash"
 	"io"
 	"time"
 
@@ -110,7 +109,7 @@ func (a *Attachments) writeChunks(ctx context.Context, tenant domain.TenantID, f
 	if err != nil {
 		return err
 	}
-	var sum hash.Hash = sha256.New()
+	sum := sha256.New()
 	br := bufio.NewReaderSize(io.LimitReader(r, maxBytes+1), 4096)
 	buf := make([]byte, AttachmentChunkSize)
 	out := make([]byte, 0, AttachmentChunkSize+aead.Overhead())

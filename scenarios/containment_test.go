@@ -236,7 +236,7 @@ func TestDiskFullIntakeAnswers503(t *testing.T) {
 	acked := map[string]bool{}
 	intake := func(key, message string) (int, map[string]any, http.Header) {
 		t.Helper()
-		req, _ := http.NewRequest("POST", srv.base+"/v1/public/acme/inquiries",
+		req, _ := http.NewRequest(http.MethodPost, srv.base+"/v1/public/acme/inquiries",
 			strings.NewReader(fmt.Sprintf(`{"email":"d@example.com","subject":"s","message":%q}`, message)))
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Idempotency-Key", key)
@@ -247,7 +247,7 @@ func TestDiskFullIntakeAnswers503(t *testing.T) {
 		defer res.Body.Close()
 		var m map[string]any
 		_ = json.NewDecoder(res.Body).Decode(&m)
-		if res.StatusCode == 202 {
+		if res.StatusCode == http.StatusAccepted {
 			acked[fmt.Sprint(m["receipt"])] = true
 		}
 		return res.StatusCode, m, res.Header
@@ -272,9 +272,9 @@ func TestDiskFullIntakeAnswers503(t *testing.T) {
 	refused := false
 	for i := 0; i < 200 && !refused; i++ {
 		code, m, h := intake(fmt.Sprint("full-", i), message)
-		switch {
-		case code == 202:
-		case code == http.StatusServiceUnavailable:
+		switch code {
+		case http.StatusAccepted:
+		case http.StatusServiceUnavailable:
 			e, _ := m["error"].(map[string]any)
 			if e["code"] != "storage_full" || h.Get("Retry-After") == "" {
 				t.Fatalf("intake on a full disk = %d %v, Retry-After %q", code, m, h.Get("Retry-After"))

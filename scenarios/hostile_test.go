@@ -52,7 +52,7 @@ func TestConsoleSignInAndMailtoStayOnSite(t *testing.T) {
 		Do(*http.Request) (*http.Response, error)
 	}, next string) *http.Response {
 		t.Helper()
-		req, err := http.NewRequest("POST", srv.base+"/console/signin", strings.NewReader(url.Values{"token": {op.Token}, "next": {next}}.Encode()))
+		req, err := http.NewRequest(http.MethodPost, srv.base+"/console/signin", strings.NewReader(url.Values{"token": {op.Token}, "next": {next}}.Encode()))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -86,7 +86,7 @@ func TestConsoleSignInAndMailtoStayOnSite(t *testing.T) {
 	id := firstInquiryID(t, srv, op.Token)
 	jar, _ := cookiejar.New(nil)
 	browser := &http.Client{Timeout: bounded.Timeout, Jar: jar}
-	if res := signIn(browser, "/console/inquiries/"+id); res.StatusCode != 200 {
+	if res := signIn(browser, "/console/inquiries/"+id); res.StatusCode != http.StatusOK {
 		t.Fatalf("sign in to the inquiry = %d", res.StatusCode)
 	}
 	res, err := browser.Get(srv.base + "/console/inquiries/" + id)
@@ -96,7 +96,7 @@ func TestConsoleSignInAndMailtoStayOnSite(t *testing.T) {
 	page, _ := io.ReadAll(res.Body)
 	_ = res.Body.Close()
 	links := regexp.MustCompile(`href="(mailto:[^"]*)"`).FindAllStringSubmatch(string(page), -1)
-	if res.StatusCode != 200 || len(links) > 1 {
+	if res.StatusCode != http.StatusOK || len(links) > 1 {
 		t.Fatalf("inquiry page = %d with mailto links %q", res.StatusCode, links)
 	}
 	if len(links) == 0 { // not a plain address: shown as text, with no link at all
@@ -147,7 +147,7 @@ func TestHostileFieldsAndFiles(t *testing.T) {
 		}
 		_, _ = fw.Write(content)
 		_ = mw.Close()
-		req, _ := http.NewRequest("POST", srv.base+"/v1/inquiries/"+id+"/attachments", &buf)
+		req, _ := http.NewRequest(http.MethodPost, srv.base+"/v1/inquiries/"+id+"/attachments", &buf)
 		req.Header.Set("Content-Type", mw.FormDataContentType())
 		req.Header.Set("Authorization", "Bearer "+tenant.AdminToken)
 		code, m := doJSON(t, req)
@@ -162,14 +162,14 @@ func TestHostileFieldsAndFiles(t *testing.T) {
 	if code != 201 || len(items) != 1 || items[0].(map[string]any)["name"] != "invoice.png" || items[0].(map[string]any)["content_type"] != "image/png" {
 		t.Fatalf("PNG named .exe = %d %v", code, m)
 	}
-	req, _ := http.NewRequest("GET", srv.base+"/v1/inquiries/"+id+"/attachments/"+fmt.Sprint(items[0].(map[string]any)["id"]), nil)
+	req, _ := http.NewRequest(http.MethodGet, srv.base+"/v1/inquiries/"+id+"/attachments/"+fmt.Sprint(items[0].(map[string]any)["id"]), nil)
 	req.Header.Set("Authorization", "Bearer "+tenant.AdminToken)
 	res, err := bounded.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
 	_ = res.Body.Close()
-	if cd := res.Header.Get("Content-Disposition"); res.StatusCode != 200 || !strings.Contains(cd, "attachment") || !strings.Contains(cd, "invoice.png") || strings.Contains(cd, ".exe") {
+	if cd := res.Header.Get("Content-Disposition"); res.StatusCode != http.StatusOK || !strings.Contains(cd, "attachment") || !strings.Contains(cd, "invoice.png") || strings.Contains(cd, ".exe") {
 		t.Fatalf("download = %d, Content-Disposition %q", res.StatusCode, cd)
 	}
 	if code, m := upload("page.html", []byte("<html><body><script>alert(1)</script></body></html>")); code != 415 {

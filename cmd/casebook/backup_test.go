@@ -131,7 +131,7 @@ func intake(ctx context.Context, base, token, key string) (string, error) {
 	defer resp.Body.Close()
 	var out struct{ ID string }
 	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil || resp.StatusCode/100 != 2 || out.ID == "" {
-		return "", fmt.Errorf("intake %s: %d %v", key, resp.StatusCode, err)
+		return "", fmt.Errorf("intake %s: %d %w", key, resp.StatusCode, err)
 	}
 	return out.ID, nil
 }
@@ -322,7 +322,7 @@ func TestRestoreRoundTrip(t *testing.T) {
 	if err := json.Unmarshal([]byte(stdout), &res); code != 0 || err != nil {
 		t.Fatalf("restore = exit %d %s %s", code, stdout, stderr)
 	}
-	if res.BackupInfo.Events != backed.Events || res.Head != backed.Head || res.Streams != backed.Streams || res.File != file ||
+	if res.Events != backed.Events || res.Head != backed.Head || res.Streams != backed.Streams || res.File != file ||
 		res.DataDir != dir || !strings.HasPrefix(filepath.Base(res.Previous), "pre-restore-") {
 		t.Fatalf("restore printed %+v; backup was %+v", res, backed)
 	}

@@ -3,7 +3,6 @@ package sqldb
 import (
 	"context"
 	"database/sql/driver"
-	"errors"
 	"regexp"
 	"slices"
 	"strconv"
@@ -81,24 +80,8 @@ func (db *DB) Vacuum(ctx context.Context, bases []string) ([]string, error) {
 	if db.Dialect != Postgres {
 		return nil, nil
 	}
-	rows, err := db.QueryContext(ctx, `SELECT tablename FROM pg_tables WHERE schemaname = current_schema() ORDER BY tablename`)
+	names, err := db.generationTables(ctx, bases)
 	if err != nil {
-		return nil, err
-	}
-	var names []string
-	for rows.Next() {
-		var n string
-		if err := rows.Scan(&n); err != nil {
-			_ = rows.Close()
-			return nil, err
-		}
-		if slices.ContainsFunc(bases, func(b string) bool {
-			return n == b || len(n) > len(b) && n[:len(b)] == b && generationSuffix.MatchString(n[len(b):])
-		}) {
-			names = append(names, n)
-		}
-	}
-	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
 		return nil, err
 	}
 	var schema string
@@ -113,4 +96,27 @@ func (db *DB) Vacuum(ctx context.Context, bases []string) ([]string, error) {
 		done = append(done, n)
 	}
 	return done, nil
+}
+
+// generationTables lists the tables of the current schema named by bases or their generations
+// (base_gN).
+func (db *DB) generationTables(ctx context.Context, bases []string) ([]string, error) {
+	rows, err := db.QueryContext(ctx, `SELECT tablename FROM pg_tables WHERE schemaname = current_schema() ORDER BY tablename`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var names []string
+	for rows.Next() {
+		var n string
+		if err := rows.Scan(&n); err != nil {
+			return nil, err
+		}
+		if slices.ContainsFunc(bases, func(b string) bool {
+			return n == b || len(n) > len(b) && n[:len(b)] == b && generationSuffix.MatchString(n[len(b):])
+		}) {
+			names = append(names, n)
+		}
+	}
+	return names, rows.Err()
 }

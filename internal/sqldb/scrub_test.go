@@ -159,6 +159,9 @@ func TestVacuumTablesAndGenerations(t *testing.T) {
 		}
 		counts[n] = c
 	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
 	if counts["keys"] != 1 || counts["qm_g2"] != 1 || counts["qm_other"] != 0 || counts["unrelated"] != 0 {
 		t.Fatalf("vacuum counts = %v", counts)
 	}
