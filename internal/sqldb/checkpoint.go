@@ -149,10 +149,18 @@ func (db *DB) boundLog(f WALFrames) {
 // the log, so that the next write starts it over. Another handle's checkpoint of the file never
 // runs meanwhile (it would make RESTART busy).
 func (db *DB) restartLog(ctx context.Context) (done bool, err error) {
+	return db.checkpointInLane(ctx, "RESTART", db.bound.wait, func(WALFrames) bool { return true })
+}
+
+// checkpointInLane runs `PRAGMA wal_checkpoint(mode)` inside the writer lane, so that no write of
+// this process runs meanwhile, retrying every millisecond while SQLite answers busy for at most
+// wait. Another handle's checkpoint of the file never runs meanwhile. done reports that the
+// checkpoint was not busy and finished(frames) held.
+func (db *DB) checkpointInLane(ctx context.Context, mode string, wait time.Duration, finished func(WALFrames) bool) (done bool, err error) {
 	db.writers.checkpoints.Lock()
 	defer db.writers.checkpoints.Unlock()
-	// Copy what has come since the last checkpoint before taking the lane: inside it, RESTART then
-	// copies only what is written until the lane is free.
+	// Copy what has come since the last checkpoint before taking the lane: inside it, the
+	// checkpoint then copies only what is written until the lane is free.
 	if _, err := checkpoint(ctx, db.DB); err != nil {
 		return false, err
 	}
@@ -167,7 +175,7 @@ func (db *DB) restartLog(ctx context.Context) (done bool, err error) {
 	}
 	defer conn.Close()
 	// SQLite's busy handler may sleep a whole second between tries: try at once, and again every
-	// millisecond for at most the bound's wait.
+	// millisecond for at most wait.
 	if _, err := conn.ExecContext(ctx, "PRAGMA busy_timeout = 0"); err != nil {
 		return false, err
 	}
@@ -176,17 +184,20 @@ func (db *DB) restartLog(ctx context.Context) (done bool, err error) {
 			_ = conn.Raw(func(any) error { return driver.ErrBadConn }) // not back to the pool without its timeout
 		}
 	}()
-	deadline := time.Now().Add(db.bound.wait)
+	deadline := time.Now().Add(wait)
 	for {
 		var busy int
 		var f WALFrames
-		if err := conn.QueryRowContext(ctx, `PRAGMA wal_checkpoint(RESTART)`).Scan(&busy, &f.Log, &f.Checkpointed); err != nil {
+		if err := conn.QueryRowContext(ctx, `PRAGMA wal_checkpoint(`+mode+`)`).Scan(&busy, &f.Log, &f.Checkpointed); err != nil {
 			return false, err
 		}
-		if busy == 0 || time.Now().After(deadline) {
-			return busy == 0, nil
+		if busy == 0 {
+			return finished(f), nil
 		}
-		time.Sleep(time.Millisecond)
+		if time.Now().After(deadline) {
+			return false, nil
+		}
+		time.Sleep(time.Millisecond) // polling SQLite's lock, as its busy handler would; not synchronising
 	}
 }
 

@@ -2,11 +2,8 @@ package sqldb
 
 import (
 	"context"
-	"database/sql/driver"
 	"regexp"
 	"slices"
-	"strconv"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -26,46 +23,8 @@ func (db *DB) TruncateLog(ctx context.Context) (done bool, err error) {
 	if db.Dialect != SQLite {
 		return true, nil
 	}
-	db.writers.checkpoints.Lock()
-	defer db.writers.checkpoints.Unlock()
-	// Copy what can be copied before taking the lane, as restartLog does.
-	if _, err := checkpoint(ctx, db.DB); err != nil {
-		return false, err
-	}
-	release, _, err := db.enterGate(ctx)
-	if err != nil {
-		return false, err
-	}
-	defer release()
-	conn, err := db.Conn(ctx)
-	if err != nil {
-		return false, err
-	}
-	defer conn.Close()
-	if _, err := conn.ExecContext(ctx, "PRAGMA busy_timeout = 0"); err != nil {
-		return false, err
-	}
-	defer func() {
-		if _, err := conn.ExecContext(context.WithoutCancel(ctx), "PRAGMA busy_timeout = "+strconv.FormatInt(openBusyTimeout.Milliseconds(), 10)); err != nil {
-			_ = conn.Raw(func(any) error { return driver.ErrBadConn }) // not back to the pool without its timeout
-		}
-	}()
-	deadline := time.Now().Add(TruncateLogWait)
-	for {
-		var busy int
-		var f WALFrames
-		if err := conn.QueryRowContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`).Scan(&busy, &f.Log, &f.Checkpointed); err != nil {
-			return false, err
-		}
-		if busy == 0 {
-			// TRUNCATE answers 0 frames once the log file is cut back to nothing.
-			return f.Log == 0, nil
-		}
-		if time.Now().After(deadline) {
-			return false, nil
-		}
-		time.Sleep(time.Millisecond) // polling SQLite's lock, as its busy handler would; not synchronising
-	}
+	// TRUNCATE answers 0 frames once the log file is cut back to nothing.
+	return db.checkpointInLane(ctx, "TRUNCATE", TruncateLogWait, func(f WALFrames) bool { return f.Log == 0 })
 }
 
 // generationSuffix is how a projection names a table of one of its generations (base_g<N>).
