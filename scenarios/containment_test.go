@@ -228,10 +228,7 @@ func TestDiskFullIntakeAnswers503(t *testing.T) {
 		}
 	})
 	dir := filepath.Join(mnt, "data")
-	var tenant struct {
-		AdminToken string `json:"admin_token"`
-	}
-	cli(t, dir, &tenant, "tenants", "create", "--slug", "acme")
+	admin := acmeAdmin(t, dir)
 	srv := start(t, dir, "CASEBOOK_INTAKE_RATE_LIMIT=off", "CASEBOOK_INTAKE_TENANT_RATE_LIMIT=off")
 	acked := map[string]bool{}
 	intake := func(key, message string) (int, map[string]any, http.Header) {
@@ -299,7 +296,7 @@ func TestDiskFullIntakeAnswers503(t *testing.T) {
 		if cursor != "" {
 			path += "&cursor=" + cursor
 		}
-		code, m := srv.call(t, "GET", path, tenant.AdminToken, "", "", "")
+		code, m := srv.call(t, "GET", path, admin, "", "", "")
 		if code != 200 {
 			t.Fatalf("list = %d %v", code, m)
 		}

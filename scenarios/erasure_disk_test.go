@@ -19,10 +19,7 @@ import (
 func TestCLIErasureWhileServingLeavesNoBytes(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	var tenant struct {
-		AdminToken string `json:"admin_token"`
-	}
-	cli(t, dir, &tenant, "tenants", "create", "--slug", "acme")
+	admin := acmeAdmin(t, dir)
 	srv := start(t, dir)
 	secrets := []string{"Quentin Zorblax", "qzorblax77@example.org", "Subject-Aubergine-4411", "Message-Cerulean-9182",
 		"Note-Periwinkle-5521", "Waiting-Reason-Tangerine-3307", "FollowUp-Note-Saffron-8830"}
@@ -30,22 +27,22 @@ func TestCLIErasureWhileServingLeavesNoBytes(t *testing.T) {
 	if code, m := srv.call(t, "POST", "/v1/public/acme/inquiries", "", "", "erase-cli-1", body); code != 202 {
 		t.Fatalf("intake = %d %v", code, m)
 	}
-	id := firstInquiryID(t, srv, tenant.AdminToken)
+	id := firstInquiryID(t, srv, admin)
 	path := "/v1/inquiries/" + id
-	if code, m := srv.call(t, "POST", path+"/notes", tenant.AdminToken, "", "", fmt.Sprintf(`{"body":%q}`, secrets[4])); code != 200 {
+	if code, m := srv.call(t, "POST", path+"/notes", admin, "", "", fmt.Sprintf(`{"body":%q}`, secrets[4])); code != 200 {
 		t.Fatalf("note = %d %v", code, m)
 	}
-	code, claimed := srv.call(t, "POST", path+"/claim", tenant.AdminToken, "", "", "")
+	code, claimed := srv.call(t, "POST", path+"/claim", admin, "", "", "")
 	if code != 200 {
 		t.Fatalf("claim = %d %v", code, claimed)
 	}
-	if code, m := srv.call(t, "POST", path+"/transitions", tenant.AdminToken, fmt.Sprint(claimed["version"]), "", fmt.Sprintf(`{"to":"waiting","reason":%q}`, secrets[5])); code != 200 {
+	if code, m := srv.call(t, "POST", path+"/transitions", admin, fmt.Sprint(claimed["version"]), "", fmt.Sprintf(`{"to":"waiting","reason":%q}`, secrets[5])); code != 200 {
 		t.Fatalf("waiting = %d %v", code, m)
 	}
-	if code, m := srv.call(t, "POST", path+"/follow-ups", tenant.AdminToken, "", "", fmt.Sprintf(`{"in":"2h","note":%q}`, secrets[6])); code != 201 {
+	if code, m := srv.call(t, "POST", path+"/follow-ups", admin, "", "", fmt.Sprintf(`{"in":"2h","note":%q}`, secrets[6])); code != 201 {
 		t.Fatalf("follow-up = %d %v", code, m)
 	}
-	if code, d := srv.call(t, "GET", path+"?consistent=true", tenant.AdminToken, "", "", ""); code != 200 || d["subject"] != secrets[2] {
+	if code, d := srv.call(t, "GET", path+"?consistent=true", admin, "", "", ""); code != 200 || d["subject"] != secrets[2] {
 		t.Fatalf("detail = %d %v", code, d)
 	}
 	holders := func() []string {
@@ -90,7 +87,7 @@ func TestCLIErasureWhileServingLeavesNoBytes(t *testing.T) {
 	if h := holders(); len(h) > 0 {
 		t.Fatalf("while the server runs, after the clean-up: %v", h)
 	}
-	if code, d := srv.call(t, "GET", path+"?consistent=true", tenant.AdminToken, "", "", ""); code != 200 || d["erased"] != true {
+	if code, d := srv.call(t, "GET", path+"?consistent=true", admin, "", "", ""); code != 200 || d["erased"] != true {
 		t.Fatalf("detail after the erasure = %d %v", code, d)
 	}
 }

@@ -33,10 +33,7 @@ func offSite(base *url.URL, loc string) bool {
 func TestConsoleSignInAndMailtoStayOnSite(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	var tenant struct {
-		AdminToken string `json:"admin_token"`
-	}
-	cli(t, dir, &tenant, "tenants", "create", "--slug", "acme")
+	acmeAdmin(t, dir) // the tenant; the operator below acts
 	var op struct {
 		Token string `json:"token"`
 	}
@@ -120,10 +117,7 @@ func TestConsoleSignInAndMailtoStayOnSite(t *testing.T) {
 func TestHostileFieldsAndFiles(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	var tenant struct {
-		AdminToken string `json:"admin_token"`
-	}
-	cli(t, dir, &tenant, "tenants", "create", "--slug", "acme")
+	admin := acmeAdmin(t, dir)
 	srv := start(t, dir, "CASEBOOK_INTAKE_RATE_LIMIT=off", "CASEBOOK_INTAKE_TENANT_RATE_LIMIT=off")
 	for i, v := range []string{"\u0301", "\ufe0f", " \u0301\u0323 ", "\U000E0100"} {
 		body := fmt.Sprintf(`{"email":"m@example.com","subject":%q,"message":"m"}`, v)
@@ -135,7 +129,7 @@ func TestHostileFieldsAndFiles(t *testing.T) {
 	if code, m := srv.call(t, "POST", "/v1/public/acme/inquiries", "", "", "ok-1", `{"email":"m@example.com","subject":"Ade\u0301la","message":"m"}`); code != 202 {
 		t.Fatalf("a mark on a letter = %d %v", code, m)
 	}
-	id := firstInquiryID(t, srv, tenant.AdminToken)
+	id := firstInquiryID(t, srv, admin)
 
 	upload := func(name string, content []byte) (int, map[string]any) {
 		t.Helper()
@@ -149,7 +143,7 @@ func TestHostileFieldsAndFiles(t *testing.T) {
 		_ = mw.Close()
 		req, _ := http.NewRequest(http.MethodPost, srv.base+"/v1/inquiries/"+id+"/attachments", &buf)
 		req.Header.Set("Content-Type", mw.FormDataContentType())
-		req.Header.Set("Authorization", "Bearer "+tenant.AdminToken)
+		req.Header.Set("Authorization", "Bearer "+admin)
 		code, m := doJSON(t, req)
 		return code, m
 	}
@@ -163,7 +157,7 @@ func TestHostileFieldsAndFiles(t *testing.T) {
 		t.Fatalf("PNG named .exe = %d %v", code, m)
 	}
 	req, _ := http.NewRequest(http.MethodGet, srv.base+"/v1/inquiries/"+id+"/attachments/"+fmt.Sprint(items[0].(map[string]any)["id"]), nil)
-	req.Header.Set("Authorization", "Bearer "+tenant.AdminToken)
+	req.Header.Set("Authorization", "Bearer "+admin)
 	res, err := bounded.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -205,15 +199,12 @@ func doJSON(t *testing.T, req *http.Request) (int, map[string]any) {
 func TestUnknownQueryParametersRefused(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	var tenant struct {
-		AdminToken string `json:"admin_token"`
-	}
-	cli(t, dir, &tenant, "tenants", "create", "--slug", "acme")
+	admin := acmeAdmin(t, dir)
 	srv := start(t, dir)
 	if code, m := srv.call(t, "POST", "/v1/public/acme/inquiries", "", "", "q-1", `{"email":"q@example.com","subject":"s","message":"m"}`); code != 202 {
 		t.Fatalf("intake = %d %v", code, m)
 	}
-	id := firstInquiryID(t, srv, tenant.AdminToken)
+	id := firstInquiryID(t, srv, admin)
 	for _, c := range []struct{ method, path, body string }{
 		{"GET", "/v1/inquiries", ""},
 		{"GET", "/v1/inquiries/" + id, ""},
@@ -230,19 +221,19 @@ func TestUnknownQueryParametersRefused(t *testing.T) {
 		{"POST", "/v1/inquiries/" + id + "/claim", ""},
 		{"PUT", "/v1/admin/sla-policy", slaBomb},
 	} {
-		code, m := srv.call(t, c.method, c.path+"?bogus=1", tenant.AdminToken, "", "bogus-"+c.path, c.body)
+		code, m := srv.call(t, c.method, c.path+"?bogus=1", admin, "", "bogus-"+c.path, c.body)
 		if code != 400 || !strings.Contains(fmt.Sprint(m["error"]), "bogus") {
 			t.Errorf("%s %s?bogus=1 = %d %v", c.method, c.path, code, m)
 		}
 	}
 	// Nothing of the refused writes happened.
-	if code, d := srv.call(t, "GET", "/v1/inquiries/"+id+"?consistent=true", tenant.AdminToken, "", "", ""); code != 200 || fmt.Sprint(d["version"]) != "1" {
+	if code, d := srv.call(t, "GET", "/v1/inquiries/"+id+"?consistent=true", admin, "", "", ""); code != 200 || fmt.Sprint(d["version"]) != "1" {
 		t.Fatalf("detail = %d %v, want version 1", code, d)
 	}
-	if code, m := srv.call(t, "GET", "/v1/admin/sla-policy", tenant.AdminToken, "", "", ""); code != 404 {
+	if code, m := srv.call(t, "GET", "/v1/admin/sla-policy", admin, "", "", ""); code != 404 {
 		t.Fatalf("sla policy after the refused PUT = %d %v", code, m)
 	}
-	if code, m := srv.call(t, "GET", "/v1/admin/due-jobs?state=pending&inquiry="+id, tenant.AdminToken, "", "", ""); code != 200 {
+	if code, m := srv.call(t, "GET", "/v1/admin/due-jobs?state=pending&inquiry="+id, admin, "", "", ""); code != 200 {
 		t.Fatalf("due jobs with their own parameters = %d %v", code, m)
 	}
 }

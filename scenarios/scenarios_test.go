@@ -77,6 +77,16 @@ type server struct {
 
 // start runs casebook serve on a free loopback port, with env added to its environment, and
 // returns once it listens.
+// acmeAdmin creates tenant acme in dataDir with the CLI and returns its admin token.
+func acmeAdmin(t *testing.T, dataDir string) string {
+	t.Helper()
+	var tenant struct {
+		AdminToken string `json:"admin_token"`
+	}
+	cli(t, dataDir, &tenant, "tenants", "create", "--slug", "acme")
+	return tenant.AdminToken
+}
+
 func start(t *testing.T, dataDir string, env ...string) *server {
 	t.Helper()
 	return startWith(t, env, "--data-dir", dataDir)
