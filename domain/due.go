@@ -214,7 +214,7 @@ func (q *Inquiry) ScheduleFollowUp(actor Principal, jobID string, at, now time.T
 		return nil, nil
 	}
 	if at.Sub(now) < MinFollowUpDelay {
-		return nil, Invalid("at", "must be at least %s from now", MinFollowUpDelay)
+		return nil, Invalid("at", "must be at least %s from now", plainDuration(MinFollowUpDelay))
 	}
 	if err := checkRate("follow-ups", q.FollowUpTimes, MaxFollowUpsPerHour, now); err != nil {
 		return nil, err

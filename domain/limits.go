@@ -2,6 +2,7 @@ package domain
 
 import (
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -36,8 +37,25 @@ type RateLimitError struct {
 }
 
 func (e *RateLimitError) Error() string {
-	return fmt.Sprintf("at most %d %s per inquiry per %s; try again in %s", e.Limit, e.What, RateWindow,
-		e.RetryAfter.Round(time.Second))
+	return fmt.Sprintf("at most %d %s per inquiry per %s; try again in %s", e.Limit, e.What,
+		strings.TrimPrefix(strings.TrimPrefix(plainDuration(RateWindow), "an "), "a "),
+		plainDuration(e.RetryAfter))
+}
+
+// plainDuration says d as a person would in these messages: whole hours, else minutes rounded up
+// ("an hour", "2 hours", "a minute", "45 minutes"); people read them, not parsers.
+func plainDuration(d time.Duration) string {
+	if d >= time.Hour && d%time.Hour == 0 {
+		if d == time.Hour {
+			return "an hour"
+		}
+		return fmt.Sprintf("%d hours", d/time.Hour)
+	}
+	m := (d + time.Minute - 1) / time.Minute
+	if m <= 1 {
+		return "a minute"
+	}
+	return fmt.Sprintf("%d minutes", m)
 }
 
 // Is reports ErrRateLimited.

@@ -175,3 +175,21 @@ func TestInquiryCloneIsDeep(t *testing.T) {
 		t.Fatal("Clone differs")
 	}
 }
+
+// TestRateLimitSaysPlainTimes: the limit's explanation, shown in the console and in Slack, says
+// its window and the wait in words, rounded up to the minute, not as Go durations.
+func TestRateLimitSaysPlainTimes(t *testing.T) {
+	for _, c := range []struct {
+		wait time.Duration
+		want string
+	}{
+		{59*time.Minute + 59*time.Second, "at most 60 notes per inquiry per hour; try again in 60 minutes"},
+		{30 * time.Second, "at most 60 notes per inquiry per hour; try again in a minute"},
+		{61 * time.Second, "at most 60 notes per inquiry per hour; try again in 2 minutes"},
+	} {
+		err := &domain.RateLimitError{What: "notes", Limit: 60, RetryAfter: c.wait}
+		if got := err.Error(); got != c.want {
+			t.Errorf("wait %s: %q, want %q", c.wait, got, c.want)
+		}
+	}
+}

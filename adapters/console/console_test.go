@@ -876,7 +876,7 @@ func TestTimelinePagesInConsole(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := c.do("POST", path+"/note", url.Values{"csrf": {csrf}, "version": {"103"}, "body": {"the 61st"}}, nil)
-	if p.status != http.StatusTooManyRequests || !strings.Contains(p.body, "Not done: at most 60 notes per inquiry per 1h0m0s; try again in") {
+	if p.status != http.StatusTooManyRequests || !strings.Contains(p.body, "Not done: at most 60 notes per inquiry per hour; try again in") {
 		t.Fatalf("61st note: %d", p.status)
 	}
 }

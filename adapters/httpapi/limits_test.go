@@ -34,7 +34,7 @@ func TestInquiryLimits(t *testing.T) {
 		t.Fatalf("replayed note: %d %s", r.status, r.raw)
 	}
 
-	if r := tb.do(t, "POST", base+"/follow-ups", tb.op, nil, `{"in":"30s"}`); r.status != 422 || !strings.Contains(r.raw, "at least 1m0s from now") {
+	if r := tb.do(t, "POST", base+"/follow-ups", tb.op, nil, `{"in":"30s"}`); r.status != 422 || !strings.Contains(r.raw, "at least a minute from now") {
 		t.Fatalf("follow-up in 30s: %d %s", r.status, r.raw)
 	}
 	for i := range domain.MaxFollowUpsPerHour {

@@ -213,7 +213,7 @@ func TestNoteRateLimitInSlack(t *testing.T) {
 	}
 	before := apptest.LogLen(t, b.app)
 	rec := b.interact(t, submit("U0OLGA0001", ts, callbacks.ModalNote, "V0NOTE0001", "note", "called back"))
-	if body := rec.Body.String(); !strings.Contains(body, `"response_action":"errors"`) || !strings.Contains(body, "Not done: at most 60 notes per inquiry per 1h0m0s; try again in") {
+	if body := rec.Body.String(); !strings.Contains(body, `"response_action":"errors"`) || !strings.Contains(body, "Not done: at most 60 notes per inquiry per hour; try again in") {
 		t.Fatalf("modal submission = %d %s", rec.Code, body)
 	}
 	if n := apptest.LogLen(t, b.app); n != before {
