@@ -346,21 +346,8 @@ func compare(c Config, markers *Markers, d *desired, it slack.ListItem) Outcome 
 	}
 	want := valuesFor(d.q, c.Clearance, markers.For(string(c.Tenant), c.List, string(d.q.ID), d.q.Receipt))
 	for k, v := range want {
-		col := c.Schema.Columns[k]
-		var got string
-		if col.Options != nil {
-			for _, f := range it.Fields {
-				if f.ColumnID == col.ID && len(f.Select) == 1 {
-					got = f.Select[0]
-				}
-			}
-			if v != "" {
-				v = col.Options[v]
-			}
-		} else {
-			got = cellText(it, col.ID)
-		}
-		if strings.Join(strings.Fields(got), " ") != strings.Join(strings.Fields(v), " ") {
+		got, exp := c.Schema.cell(it, k, v)
+		if strings.Join(strings.Fields(got), " ") != strings.Join(strings.Fields(exp), " ") {
 			return ManualEdit
 		}
 	}

@@ -245,23 +245,28 @@ func cellText(it slack.ListItem, id string) string {
 	return ""
 }
 
+// cell returns what it holds in column key and what value reads as there: a select column holds
+// the option id of the value ("" for none), a text column the text itself.
+func (s Schema) cell(it slack.ListItem, key, value string) (got, want string) {
+	col := s.Columns[key]
+	if col.Options == nil {
+		return cellText(it, col.ID), value
+	}
+	for _, f := range it.Fields {
+		if f.ColumnID == col.ID && len(f.Select) == 1 {
+			got = f.Select[0]
+		}
+	}
+	if value != "" {
+		value = col.Options[value]
+	}
+	return got, value
+}
+
 // mismatch compares a read-back item with values; "" when every cell holds what was written.
 func (s Schema) mismatch(it slack.ListItem, v rowValues) string {
-	for k, want := range v {
-		col := s.Columns[k]
-		var got string
-		if col.Options != nil {
-			for _, f := range it.Fields {
-				if f.ColumnID == col.ID && len(f.Select) == 1 {
-					got = f.Select[0]
-				}
-			}
-			if want != "" {
-				want = col.Options[want]
-			}
-		} else {
-			got = cellText(it, col.ID)
-		}
+	for k, value := range v {
+		got, want := s.cell(it, k, value)
 		if got != want {
 			return fmt.Sprintf("column %q reads %q, wrote %q", k, got, want)
 		}
